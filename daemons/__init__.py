@@ -1,0 +1,1 @@
+"""Daemons: nimbus, supervisor, LocalCluster, testing helpers and the CLI."""

@@ -1,0 +1,1 @@
+"""Executors: the topology-author API, groupings, transport, spout/bolt loops, acker, sinks."""

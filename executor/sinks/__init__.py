@@ -1,0 +1,1 @@
+"""Sink bolts that store acked output."""

@@ -1,0 +1,1 @@
+"""Session-scoped real ZooKeeper fixture (filled in by the cluster-state work)."""
