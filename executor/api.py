@@ -1,0 +1,19 @@
+"""The topology-author API (design.md section 7). These names are fixed."""
+
+from executor.components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout
+from executor.context import TopologyContext
+from executor.errors import (
+    AlreadyAliveError,
+    EmitError,
+    FailedException,
+    InvalidTopologyError,
+    NotAliveError,
+)
+from executor.topology import BoltDeclarer, SpoutDeclarer, StormTopology, TopologyBuilder
+from executor.tuple import Fields, Tuple
+
+__all__ = [
+    "Spout", "Bolt", "BasicBolt", "TopologyBuilder", "Fields", "FailedException", "InvalidTopologyError",
+    "AlreadyAliveError", "NotAliveError", "EmitError", "Tuple", "TopologyContext", "OutputFieldsDeclarer",
+    "StormTopology", "SpoutDeclarer", "BoltDeclarer",
+]

@@ -1,0 +1,215 @@
+"""What spout, bolt and acker executors share: the thread, output batching, pendingEmits,
+back-pressure, error reporting and stats."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from executor.errors import ComponentError, EmitError
+from executor.receive_queue import ReceiveQueue
+from executor.serialization import check_values
+from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
+
+log = logging.getLogger(__name__)
+
+
+class TopologyStatus:
+    """Whether the topology is active; read by executor loops on every iteration."""
+
+    def __init__(self, active: bool = False):
+        self.active = active
+
+    def set_active(self, active: bool) -> None:
+        self.active = bool(active)
+
+
+@dataclass
+class ExecutorWiring:
+    """Everything a worker hands an executor."""
+
+    storm_id: str
+    component_id: str
+    task_ids: list[int]
+    objs: dict[int, Any]                     # task id -> component instance (one copy per task)
+    contexts: dict[int, Any]                 # task id -> TopologyContext
+    routes: dict[int, dict]                  # task id -> stream -> StreamOut
+    conf: dict[str, Any]                     # topology conf merged with component conf
+    queue: ReceiveQueue                      # this executor's receive queue
+    slot_queues: list                        # destination queues (local executors, transfer queue)
+    task_slot: dict[int, int]                # any task id -> index into slot_queues
+    acker_tasks: list[int]
+    status: TopologyStatus
+    report_error: Callable[[str, int, BaseException], None]
+    on_die: Callable[[ComponentError], None]
+    emit_listener: Callable[[str, int, str, list], None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ExecutorBase:
+    kind = "executor"
+
+    def __init__(self, w: ExecutorWiring):
+        self.w = w
+        self.component_id = w.component_id
+        self.task_ids = list(w.task_ids)
+        self.conf = w.conf
+        self.queue = w.queue
+        self.status = w.status
+        self._slot_queues = list(w.slot_queues)
+        self._bufs: list[list] = [[] for _ in self._slot_queues]
+        self._task_slot = w.task_slot
+        self._pending_emits: deque = deque()
+        self._batch_size = max(1, int(w.conf.get("topology.producer.batch.size") or 1))
+        self._acker_tasks = list(w.acker_tasks)
+        self._n_ackers = len(self._acker_tasks)
+        self._has_ackers = self._n_ackers > 0
+        self._listener = w.emit_listener
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._bp_wait = make_wait_strategy(w.conf, BACK_PRESSURE_WAIT, self.queue.wait)
+        self._where = "startup"
+        self._cur_task = self.task_ids[0]
+        self.prepared = False
+        self.dead: ComponentError | None = None
+        self.stopped = threading.Event()
+        # stats (plain ints: only this executor's thread writes them)
+        self.emitted = 0
+        self.acked = 0
+        self.failed = 0
+        self.executed = 0
+
+    @property
+    def executor_id(self) -> tuple[int, int]:
+        return (self.task_ids[0], self.task_ids[-1])
+
+    @property
+    def name(self) -> str:
+        s, e = self.executor_id
+        return f"{self.component_id}[{s}-{e}]"
+
+    # ---- lifecycle ----
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"executor-{self.name}", daemon=True)
+        self._thread.start()
+
+    def signal_stop(self) -> None:
+        self._stop.set()
+        self.queue.wake()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.signal_stop()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout)
+            if t.is_alive():
+                log.warning("executor %s did not stop within %.1fs", self.name, timeout)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            if self._wait_for_activation():
+                self._prepare()
+                self.prepared = True
+                self._loop()
+        except Exception as exc:  # user code (or a bug): die loudly, never swallow
+            self._die(exc)
+        finally:
+            if self.prepared and self.dead is None:
+                self._shutdown_components()
+            self.stopped.set()
+
+    def _wait_for_activation(self) -> bool:
+        # Seed 000: open/prepare only once the topology is active.
+        while not self.status.active:
+            if self._stop.wait(0.05):
+                return False
+        return not self._stop.is_set()
+
+    def _prepare(self) -> None:
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def _shutdown_components(self) -> None:
+        pass
+
+    def _die(self, exc: BaseException) -> None:
+        trace = traceback.format_exc()
+        err = exc if isinstance(exc, ComponentError) else ComponentError(
+            self.component_id, self._cur_task, self._where, exc, trace)
+        self.dead = err
+        log.error("executor %s died: %s\n%s", self.name, err, trace)
+        try:
+            self.w.report_error(self.component_id, self._cur_task, err)
+        finally:
+            self.w.on_die(err)
+
+    def emit_error(self, task, stream, values, out, direct: bool):
+        declared = sorted(self.w.routes[task])
+        if out is None:
+            msg = f"stream {stream!r} is not declared (declared: {declared})"
+        elif out.direct and not direct:
+            msg = f"stream {stream!r} is declared direct; use emit_direct"
+        elif direct and not out.direct:
+            msg = f"stream {stream!r} is not declared direct; use emit"
+        elif not isinstance(values, (list, tuple)) or len(values) != out.n:
+            msg = (f"emitted {len(values) if hasattr(values, '__len__') else '?'} values {values!r} "
+                   f"but stream {stream!r} declares {out.n} fields {out.fields.to_list()}")
+        else:
+            msg = check_values(values) or "invalid values"
+        exc = EmitError(f"component {self.component_id!r} task {task}, stream {stream!r}: {msg}")
+        self.report_error(task, exc)
+        raise exc
+
+    def report_error(self, task: int, exc: BaseException) -> None:
+        log.error("component %r task %d reported: %s", self.component_id, task, exc)
+        self.w.report_error(self.component_id, task, exc)
+
+    # ---- output ----
+    def _send(self, task: int, payload: Any) -> None:
+        i = self._task_slot[task]
+        buf = self._bufs[i]
+        buf.append((task, payload))
+        if len(buf) >= self._batch_size:
+            self._flush_slot(i)
+
+    def _flush_slot(self, i: int) -> None:
+        buf = self._bufs[i]
+        self._bufs[i] = []
+        q = self._slot_queues[i]
+        if self._pending_emits or not q.try_publish(buf):
+            self._pending_emits.append((q, buf))
+
+    def _flush(self) -> None:
+        bufs = self._bufs
+        for i in range(len(bufs)):
+            if bufs[i]:
+                self._flush_slot(i)
+
+    def _try_flush_pending(self) -> bool:
+        """Publish pendingEmits in order, stopping at the first refusal; True when empty."""
+        pe = self._pending_emits
+        while pe:
+            q, b = pe[0]
+            if not q.try_publish(b):
+                return False
+            pe.popleft()
+        return True
+
+    def has_backlog(self) -> bool:
+        return bool(self._pending_emits) or any(self._bufs) or len(self.queue) > 0
+
+    def stats(self) -> dict[str, int]:
+        return {"emitted": self.emitted, "acked": self.acked, "failed": self.failed,
+                "executed": self.executed}

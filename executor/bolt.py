@@ -1,0 +1,273 @@
+"""Bolt executor (seed 000 part 2, seed 002 BoltExecutor.call), its collectors, and the acker."""
+
+from __future__ import annotations
+
+import logging
+from random import getrandbits
+
+from executor.acker import ACK, AckerLedger
+from executor.base import ExecutorBase
+from executor.errors import EmitError, FailedException
+from executor.serialization import (
+    ACKER_ACK,
+    ACKER_FAIL,
+    ACKER_INIT,
+    SPOUT_ACK,
+    SPOUT_FAIL,
+    check_values,
+)
+from executor.tuple import DEFAULT_STREAM, Tuple
+from executor.wait import BOLT_WAIT, make_wait_strategy
+
+log = logging.getLogger(__name__)
+
+_CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits after fan-out
+
+
+class OutputCollector:
+    """A bolt's collector: anchored emits, ack and fail (seed 000 bolt-emit / ack / fail)."""
+
+    __slots__ = ("_ex", "_task", "_routes")
+
+    def __init__(self, executor: "BoltExecutor", task: int):
+        self._ex = executor
+        self._task = task
+        self._routes = executor.w.routes[task]
+
+    def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
+        out = self._routes.get(stream)
+        if out is None or out.direct or len(values) != out.n or check_values(values) is not None:
+            self._ex.emit_error(self._task, stream, values, out, direct=False)
+        return self._ex.bolt_emit(self._task, out, values, out.targets(values), anchors)
+
+    def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
+        out = self._routes.get(stream)
+        if out is None or not out.direct or len(values) != out.n or check_values(values) is not None:
+            self._ex.emit_error(self._task, stream, values, out, direct=True)
+        return self._ex.bolt_emit(self._task, out, values, out.direct_target(task), anchors)
+
+    def ack(self, tup: Tuple) -> None:
+        ex = self._ex
+        ex.acked += 1
+        a2i = tup.anchors_to_ids
+        if a2i:
+            av = tup.ack_val
+            acker_tasks = ex._acker_tasks
+            n = ex._n_ackers
+            send = ex._send
+            for root, eid in a2i.items():
+                send(acker_tasks[root % n], (ACKER_ACK, root, eid ^ av))
+
+    def fail(self, tup: Tuple) -> None:
+        ex = self._ex
+        ex.failed += 1
+        a2i = tup.anchors_to_ids
+        if a2i:
+            acker_tasks = ex._acker_tasks
+            n = ex._n_ackers
+            for root in a2i:
+                ex._send(acker_tasks[root % n], (ACKER_FAIL, root))
+
+    def report_error(self, exc: BaseException) -> None:
+        self._ex.report_error(self._task, exc)
+
+
+class BasicOutputCollector:
+    """What a BasicBolt sees: emits are anchored to the current input."""
+
+    __slots__ = ("_collector", "input")
+
+    def __init__(self, collector: OutputCollector):
+        self._collector = collector
+        self.input: Tuple | None = None
+
+    def emit(self, values, stream: str = DEFAULT_STREAM) -> list[int]:
+        return self._collector.emit(values, self.input, stream)
+
+    def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
+        return self._collector.emit_direct(task, values, self.input, stream)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._collector.report_error(exc)
+
+
+class BasicBoltAdapter:
+    """Runs a BasicBolt as a bolt: ack after execute returns, fail on FailedException."""
+
+    def __init__(self, user):
+        self.user = user
+        self._collector: OutputCollector | None = None
+        self._basic: BasicOutputCollector | None = None
+
+    def prepare(self, conf, context, collector):
+        self._collector = collector
+        self._basic = BasicOutputCollector(collector)
+        self.user.prepare(conf, context)
+
+    def execute(self, tup):
+        basic = self._basic
+        basic.input = tup
+        try:
+            self.user.execute(tup, basic)
+        except FailedException as exc:
+            log.debug("BasicBolt %s failed a tuple: %s", type(self.user).__name__, exc)
+            self._collector.fail(tup)
+        else:
+            self._collector.ack(tup)
+
+    def cleanup(self):
+        self.user.cleanup()
+
+
+class BoltExecutor(ExecutorBase):
+    kind = "bolt"
+
+    def __init__(self, w):
+        super().__init__(w)
+        self._bolt_wait = make_wait_strategy(self.conf, BOLT_WAIT, self.queue.wait)
+
+    # ---- emit path (hot) ----
+    def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
+        self.emitted += 1
+        if self._listener is not None:
+            self._listener(self.component_id, task, out.stream, values)
+        bufs = self._bufs
+        task_slot = self._task_slot
+        bs = self._batch_size
+        stream = out.stream
+        fields = out.fields
+        comp = self.component_id
+        if anchors is None or not self._has_ackers:
+            tup = Tuple(values, task, stream, comp, fields, None)
+            for t in targets:
+                i = task_slot[t]
+                buf = bufs[i]
+                buf.append((t, tup))
+                if len(buf) >= bs:
+                    self._flush_slot(i)
+            return list(targets)
+        if type(anchors) is Tuple:
+            anchors = (anchors,)
+        else:
+            for a in anchors:
+                if type(a) is not Tuple:
+                    self._bad_anchor(task, stream, a)
+        for t in targets:
+            a2i = None
+            for a in anchors:
+                roots = a.anchors_to_ids
+                if roots:
+                    eid = getrandbits(64)
+                    a.ack_val ^= eid  # updateAckVal: the new edge rides along with the anchor's ack
+                    if a2i is None:
+                        a2i = {}
+                    for r in roots:
+                        a2i[r] = a2i.get(r, 0) ^ eid
+            i = task_slot[t]
+            buf = bufs[i]
+            buf.append((t, Tuple(values, task, stream, comp, fields, a2i)))
+            if len(buf) >= bs:
+                self._flush_slot(i)
+        return list(targets)
+
+    def _bad_anchor(self, task, stream, anchor):
+        exc = EmitError(f"component {self.component_id!r} task {task}, stream {stream!r}: anchors must be "
+                        f"input tuples, got {type(anchor).__name__} {anchor!r}")
+        self.report_error(task, exc)
+        raise exc
+
+    # ---- lifecycle ----
+    def _prepare(self) -> None:
+        self._where = "prepare"
+        for task in self.task_ids:
+            self._cur_task = task
+            log.info("Preparing bolt %s:%d", self.component_id, task)
+            self.w.objs[task].prepare(self.conf, self.w.contexts[task], OutputCollector(self, task))
+
+    def _process(self, batch) -> None:
+        self._where = "execute"
+        objs = self.w.objs
+        if len(self.task_ids) == 1:
+            execute = objs[self.task_ids[0]].execute
+            for _task, tup in batch:
+                execute(tup)
+        else:
+            for task, tup in batch:
+                self._cur_task = task
+                objs[task].execute(tup)
+        self.executed += len(batch)
+
+    def _loop(self) -> None:
+        stopped = self._stop.is_set
+        queue = self.queue
+        pe = self._pending_emits
+        bp_wait = self._bp_wait.idle
+        idle_wait = self._bolt_wait.idle
+        process = self._process
+        bp_idle = idle = 0
+        while not stopped():
+            if pe and not self._try_flush_pending():
+                bp_idle = bp_wait(bp_idle)
+                continue
+            bp_idle = 0
+            batches = queue.consume(_CONSUME_MAX)
+            if not batches:
+                idle = idle_wait(idle)
+                continue
+            idle = 0
+            for batch in batches:
+                process(batch)
+            self._flush()
+        self._flush()
+
+    def _shutdown_components(self) -> None:
+        for task in self.task_ids:
+            try:
+                self.w.objs[task].cleanup()
+            except Exception:
+                log.exception("bolt %s task %d: cleanup() raised", self.component_id, task)
+
+
+class AckerExecutor(BoltExecutor):
+    """The __acker system bolt: one XOR ledger per executor, results sent straight to spout tasks."""
+
+    kind = "acker"
+
+    def __init__(self, w):
+        super().__init__(w)
+        self.ledger = AckerLedger()
+
+    def _prepare(self) -> None:
+        pass
+
+    def _process(self, batch) -> None:
+        self._where = "acker"
+        ledger = self.ledger
+        send = self._send
+        for _task, p in batch:
+            if type(p) is tuple:
+                kind = p[0]
+                if kind == ACKER_ACK:
+                    res = ledger.ack(p[1], p[2])
+                elif kind == ACKER_INIT:
+                    res = ledger.init(p[1], p[2], p[3])
+                elif kind == ACKER_FAIL:
+                    res = ledger.fail(p[1])
+                else:
+                    log.warning("acker %s: unknown message %r", self.name, p)
+                    continue
+                if res is not None:
+                    outcome, spout_task, root = res
+                    if outcome == ACK:
+                        self.acked += 1
+                        send(spout_task, (SPOUT_ACK, root))
+                    else:
+                        self.failed += 1
+                        send(spout_task, (SPOUT_FAIL, root))
+            elif p.is_tick():
+                ledger.rotate()
+        self.executed += len(batch)
+
+    def _shutdown_components(self) -> None:
+        pass
+

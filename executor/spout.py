@@ -1,0 +1,245 @@
+"""Spout executor (seed 000 part 1, seed 002 SpoutExecutor.call) and its output collector."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import deque
+from random import getrandbits
+
+from executor.base import ExecutorBase
+from executor.rotating_map import RotatingMap
+from executor.serialization import ACKER_INIT, SPOUT_ACK, SPOUT_FAIL, check_values
+from executor.tuple import DEFAULT_STREAM, Tuple
+from executor.wait import SPOUT_WAIT, make_wait_strategy
+
+log = logging.getLogger(__name__)
+
+_FLUSH_INTERVAL = 0.001  # seconds a partly filled batch may wait while the spout keeps emitting
+
+
+class SpoutOutputCollector:
+    __slots__ = ("_ex", "_task", "_routes", "_component")
+
+    def __init__(self, executor: "SpoutExecutor", task: int):
+        self._ex = executor
+        self._task = task
+        self._routes = executor.w.routes[task]
+        self._component = executor.component_id
+
+    def emit(self, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
+        out = self._routes.get(stream)
+        if out is None or out.direct or len(values) != out.n:
+            self._ex.emit_error(self._task, stream, values, out, direct=False)
+        if check_values(values) is not None:
+            self._ex.emit_error(self._task, stream, values, out, direct=False)
+        return self._ex.send_spout_msg(self._task, out, values, out.targets(values), msg_id)
+
+    def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
+        out = self._routes.get(stream)
+        if out is None or not out.direct or len(values) != out.n or check_values(values) is not None:
+            self._ex.emit_error(self._task, stream, values, out, direct=True)
+        return self._ex.send_spout_msg(self._task, out, values, out.direct_target(task), msg_id)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._ex.report_error(self._task, exc)
+
+    def get_pending_count(self) -> int:
+        return self._ex.pending.size()
+
+
+class SpoutExecutor(ExecutorBase):
+    kind = "spout"
+
+    def __init__(self, w):
+        super().__init__(w)
+        conf = self.conf
+        self.pending = RotatingMap(2, self._expire)
+        msp = conf.get("topology.max.spout.pending")
+        self.max_pending = int(msp) * len(self.task_ids) if msp else 0
+        self._skips = max(1, int(conf.get("topology.spout.recvq.skips") or 1))
+        self._spout_wait = make_wait_strategy(conf, SPOUT_WAIT, self.queue.wait)
+        self._sample_rate = float(conf.get("topology.stats.sample.rate") or 0.0)
+        self.latencies: deque = deque(maxlen=20000)  # sampled complete latencies, seconds
+        self._objs = [w.objs[t] for t in self.task_ids]
+        self._debug = bool(conf.get("topology.debug"))
+
+    # ---- emit path (hot) ----
+    def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
+        self.emitted += 1
+        if self._listener is not None:
+            self._listener(self.component_id, task, out.stream, values)
+        bufs = self._bufs
+        task_slot = self._task_slot
+        bs = self._batch_size
+        stream = out.stream
+        fields = out.fields
+        comp = self.component_id
+        if msg_id is not None and self._has_ackers and targets:
+            root = getrandbits(64)
+            xor = 0
+            for t in targets:
+                eid = getrandbits(64)
+                xor ^= eid
+                i = task_slot[t]
+                buf = bufs[i]
+                buf.append((t, Tuple(values, task, stream, comp, fields, {root: eid})))
+                if len(buf) >= bs:
+                    self._flush_slot(i)
+            self.pending.put_new(root, (task, msg_id, stream, values, time.monotonic()))
+            a = self._acker_tasks[root % self._n_ackers]
+            i = task_slot[a]
+            buf = bufs[i]
+            buf.append((a, (ACKER_INIT, root, xor, task)))
+            if len(buf) >= bs:
+                self._flush_slot(i)
+        else:
+            tup = Tuple(values, task, stream, comp, fields, None)
+            for t in targets:
+                i = task_slot[t]
+                buf = bufs[i]
+                buf.append((t, tup))
+                if len(buf) >= bs:
+                    self._flush_slot(i)
+            if msg_id is not None:  # no ackers, or nobody subscribed: done at emit
+                self._ack_msg(task, msg_id, None)
+        return list(targets)
+
+    # ---- ack/fail ----
+    def _ack_msg(self, task, msg_id, started):
+        self.acked += 1
+        if started is not None and self._sample_rate and random.random() < self._sample_rate:
+            self.latencies.append(time.monotonic() - started)
+        if self._debug:
+            log.info("spout %s task %d: acked %r", self.component_id, task, msg_id)
+        self._where = "ack"
+        self._cur_task = task
+        self.w.objs[task].ack(msg_id)
+
+    def _fail_msg(self, task, msg_id):
+        self.failed += 1
+        if self._debug:
+            log.info("spout %s task %d: failed %r", self.component_id, task, msg_id)
+        self._where = "fail"
+        self._cur_task = task
+        self.w.objs[task].fail(msg_id)
+
+    def _expire(self, root, info):
+        self._fail_msg(info[0], info[1])
+
+    def _process(self, batches) -> int:
+        n = 0
+        pending = self.pending
+        for batch in batches:
+            n += len(batch)
+            for _task, p in batch:
+                if type(p) is tuple:
+                    info = pending.remove(p[1])
+                    if info is None:
+                        continue  # already timed out (and failed) or unknown
+                    if p[0] == SPOUT_ACK:
+                        self._ack_msg(info[0], info[1], info[4])
+                    elif p[0] == SPOUT_FAIL:
+                        self._fail_msg(info[0], info[1])
+                elif p.is_tick():
+                    pending.rotate()  # system tick every message timeout: expires after T..2T
+        return n
+
+    # ---- lifecycle ----
+    def _prepare(self) -> None:
+        self._where = "open"
+        for task in self.task_ids:
+            self._cur_task = task
+            log.info("Opening spout %s:%d", self.component_id, task)
+            self.w.objs[task].open(self.conf, self.w.contexts[task], SpoutOutputCollector(self, task))
+
+    def _set_active(self, active: bool) -> None:
+        self._where = "activate" if active else "deactivate"
+        for task, obj in zip(self.task_ids, self._objs):
+            self._cur_task = task
+            (obj.activate if active else obj.deactivate)()
+        log.info("%s spout %s", "Activated" if active else "Deactivated", self.name)
+
+    def _loop(self) -> None:
+        stopped = self._stop.is_set
+        queue = self.queue
+        status = self.status
+        objs = self._objs
+        tasks = self.task_ids
+        single = len(objs) == 1
+        skips_max = self._skips
+        skips = skips_max
+        max_pending = self.max_pending
+        pending = self.pending
+        pe = self._pending_emits
+        bp_wait = self._bp_wait.idle
+        sw_wait = self._spout_wait.idle
+        monotonic = time.monotonic
+        bp_idle = sw_idle = 0
+        last_active = False
+        last_flush = monotonic()
+        while not stopped():
+            received = 0
+            if skips >= skips_max:
+                skips = 0
+                batches = queue.consume()
+                if batches:
+                    received = self._process(batches)
+            skips += 1
+            if not status.active:
+                if last_active:
+                    last_active = False
+                    self._set_active(False)
+                self._flush()
+                queue.wait(0.1)
+                skips = skips_max
+                continue
+            if not last_active:
+                last_active = True
+                self._set_active(True)
+            pe_empty = not pe or self._try_flush_pending()
+            reached = max_pending and pending.size() >= max_pending
+            no_emits = True
+            if pe_empty and not reached:
+                before = self.emitted
+                self._where = "next_tuple"
+                if single:
+                    objs[0].next_tuple()
+                else:
+                    for task, obj in zip(tasks, objs):
+                        self._cur_task = task
+                        obj.next_tuple()
+                no_emits = before == self.emitted
+            if received > 1:
+                continue
+            if pe:
+                self._flush()
+                bp_idle = bp_wait(bp_idle)
+                skips = skips_max
+                continue
+            bp_idle = 0
+            if no_emits:
+                self._flush()
+                last_flush = monotonic()
+                sw_idle = sw_wait(sw_idle)
+                skips = skips_max
+                continue
+            sw_idle = 0
+            now = monotonic()
+            if now - last_flush >= _FLUSH_INTERVAL:
+                self._flush()
+                last_flush = now
+        self._flush()
+
+    def _shutdown_components(self) -> None:
+        for task in self.task_ids:
+            try:
+                self.w.objs[task].close()
+            except Exception:
+                log.exception("spout %s task %d: close() raised", self.component_id, task)
+
+    def stats(self) -> dict:
+        s = super().stats()
+        s["pending"] = self.pending.size()
+        return s
