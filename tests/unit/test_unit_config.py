@@ -1,0 +1,298 @@
+"""Unit tests for cluster_state/config.py: defaults, precedence, types, overrides."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cluster_state import config as config_mod
+from cluster_state.config import (
+    CONF_DIR_ENV,
+    ConfigError,
+    default_config,
+    merge_configs,
+    parse_override,
+    parse_overrides,
+    read_storm_config,
+    validate_config,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGED_DEFAULTS = Path(config_mod.__file__).with_name("defaults.yaml")
+_KEY_LINE = re.compile(r"^([A-Za-z][\w.\-]*)\s*:")
+
+
+@pytest.fixture(autouse=True)
+def _no_env_conf_dir(monkeypatch):
+    monkeypatch.delenv(CONF_DIR_ENV, raising=False)
+
+
+def _write_storm_yaml(directory: Path, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "storm.yaml").write_text(text, encoding="utf-8")
+    return directory
+
+
+def _unique_key() -> str:
+    return f"my.own.key{uuid.uuid4().hex}"
+
+
+# ---------------------------------------------------------------- defaults
+
+
+def test_default_config_has_storm_keys_and_is_a_fresh_copy():
+    conf = default_config()
+    assert conf["topology.workers"] == 1
+    assert conf["topology.acker.executors"] is None
+    assert conf["topology.message.timeout.secs"] == 30
+    assert conf["topology.debug"] is False
+    for situation in ("spout", "bolt", "backpressure"):
+        assert f"topology.{situation}.wait.strategy" in conf
+        assert f"topology.{situation}.wait.park.microsec" in conf
+    conf["topology.workers"] = 99
+    assert default_config()["topology.workers"] == 1
+
+
+def test_defaults_validate_cleanly():
+    validate_config(default_config(), "defaults")
+
+
+def _defaults_files():
+    files = [PACKAGED_DEFAULTS]
+    conf_copy = REPO_ROOT / "conf" / "defaults.yaml"
+    if conf_copy.exists():
+        files.append(conf_copy)
+    return files
+
+
+@pytest.mark.parametrize("path", _defaults_files(), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_every_default_key_has_a_comment_line_directly_above(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    keys = []
+    for i, line in enumerate(lines):
+        m = _KEY_LINE.match(line)
+        if not m:
+            continue
+        keys.append(m.group(1))
+        above = lines[i - 1].strip() if i > 0 else ""
+        assert above.startswith("#") and len(above.lstrip("#").strip()) > 0, \
+            f"{path.name}: key {m.group(1)!r} (line {i + 1}) has no comment line directly above it"
+    # the line scan found every key the YAML loader sees
+    assert set(keys) == set(yaml.safe_load(path.read_text(encoding="utf-8")))
+    assert len(keys) == len(set(keys)), "duplicate keys in defaults"
+
+
+def test_default_config_matches_packaged_file():
+    assert default_config() == yaml.safe_load(PACKAGED_DEFAULTS.read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------- precedence
+
+
+def test_precedence_defaults_then_storm_yaml_then_overrides(tmp_path):
+    conf_dir = _write_storm_yaml(tmp_path / "conf", (
+        "topology.workers: 2\n"
+        "topology.debug: true\n"
+        "topology.max.spout.pending: 50\n"
+    ))
+    conf = read_storm_config(conf_dir, {"topology.workers": 3, "topology.message.timeout.secs": 7})
+    assert conf["topology.workers"] == 3  # override beats storm.yaml
+    assert conf["topology.debug"] is True  # storm.yaml beats defaults
+    assert conf["topology.max.spout.pending"] == 50
+    assert conf["topology.message.timeout.secs"] == 7  # override beats defaults
+    assert conf["topology.spout.recvq.skips"] == default_config()["topology.spout.recvq.skips"]
+
+    only_yaml = read_storm_config(conf_dir)
+    assert only_yaml["topology.workers"] == 2
+    assert only_yaml["topology.message.timeout.secs"] == 30
+
+
+def test_read_storm_config_without_conf_dir_is_defaults(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no implicit ./storm.yaml lookup
+    _write_storm_yaml(tmp_path, "topology.workers: 5\n")
+    assert read_storm_config() == default_config()
+    assert read_storm_config(None, {"topology.workers": 4})["topology.workers"] == 4
+
+
+def test_storm_conf_dir_env_var_is_honored(monkeypatch, tmp_path):
+    conf_dir = _write_storm_yaml(tmp_path / "envconf", "topology.workers: 6\n")
+    monkeypatch.setenv(CONF_DIR_ENV, str(conf_dir))
+    assert read_storm_config()["topology.workers"] == 6
+    assert read_storm_config(overrides={"topology.workers": 8})["topology.workers"] == 8
+
+
+def test_explicit_conf_dir_beats_env_var(monkeypatch, tmp_path):
+    env_dir = _write_storm_yaml(tmp_path / "env", "topology.workers: 6\n")
+    cli_dir = _write_storm_yaml(tmp_path / "cli", "topology.workers: 9\n")
+    monkeypatch.setenv(CONF_DIR_ENV, str(env_dir))
+    assert read_storm_config(cli_dir)["topology.workers"] == 9
+
+
+def test_explicit_conf_dir_without_storm_yaml_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="storm.yaml"):
+        read_storm_config(tmp_path)
+
+
+def test_empty_storm_yaml_is_defaults(tmp_path):
+    conf_dir = _write_storm_yaml(tmp_path, "# nothing set\n")
+    assert read_storm_config(conf_dir) == default_config()
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "topology.workers: [unclosed\n"])
+def test_malformed_storm_yaml_raises_config_error_naming_file(tmp_path, text):
+    conf_dir = _write_storm_yaml(tmp_path, text)
+    with pytest.raises(ConfigError, match="storm.yaml"):
+        read_storm_config(conf_dir)
+
+
+def test_merge_configs_later_layers_win_and_are_validated():
+    merged = merge_configs(default_config(), None, {"topology.workers": 2}, {},
+                           {"topology.workers": 3, "topology.debug": True})
+    assert merged["topology.workers"] == 3 and merged["topology.debug"] is True
+    assert merged["topology.message.timeout.secs"] == 30
+    with pytest.raises(ConfigError, match="topology.workers") as info:
+        merge_configs({"topology.workers": 2}, {"topology.workers": "x"}, source="topology 'wc' config")
+    assert "topology 'wc' config" in str(info.value)
+
+
+# ---------------------------------------------------------------- types
+
+
+@pytest.mark.parametrize("key,value", [
+    ("topology.workers", "two"),
+    ("topology.workers", True),  # bool given for an int key
+    ("topology.workers", 2.5),
+    ("topology.debug", 3),
+    ("topology.debug", "yes please"),
+    ("topology.acker.executors", "one"),
+    ("topology.acker.executors", False),
+    ("topology.max.spout.pending", 1.5),
+    ("topology.tick.tuple.freq.secs", "1s"),
+    ("storm.zookeeper.servers", "localhost"),
+    ("storm.zookeeper.port", "2181"),
+    ("storm.local.dir", 5),
+    ("topology.spout.wait.strategy", 1),
+    ("topology.stats.sample.rate", "all"),
+])
+def test_wrong_type_raises_config_error_naming_the_key(key, value):
+    with pytest.raises(ConfigError) as info:
+        validate_config({key: value})
+    assert repr(key) in str(info.value) or key in str(info.value)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("topology.workers", "two"),
+    ("topology.debug", 3),
+    ("topology.workers", True),
+])
+def test_wrong_type_in_storm_yaml_and_overrides_names_key_and_source(tmp_path, key, value):
+    conf_dir = _write_storm_yaml(tmp_path, yaml.safe_dump({key: value}))
+    with pytest.raises(ConfigError) as info:
+        read_storm_config(conf_dir)
+    assert key in str(info.value) and "storm.yaml" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        read_storm_config(None, {key: value})
+    assert key in str(info.value)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("topology.workers", 4),
+    ("topology.debug", True),
+    ("topology.acker.executors", 0),
+    ("topology.acker.executors", None),
+    ("topology.max.spout.pending", 1000),
+    ("topology.tick.tuple.freq.secs", 0.5),
+    ("topology.tick.tuple.freq.secs", 2),
+    ("topology.message.timeout.secs", 1.5),
+    ("topology.stats.sample.rate", 1),
+    ("storm.zookeeper.servers", ["zk1", "zk2"]),
+    ("storm.local.hostname", "host-a"),
+    ("topology.spout.wait.strategy", "org.apache.storm.policy.WaitStrategyPark"),
+    ("topology.workers", None),
+])
+def test_well_typed_values_pass(key, value):
+    validate_config({key: value})
+
+
+def test_non_string_key_is_rejected():
+    with pytest.raises(ConfigError):
+        validate_config({3: "x"})
+
+
+def test_unknown_key_warns_but_is_kept(caplog, tmp_path):
+    key = _unique_key()
+    caplog.set_level(logging.WARNING, logger="cluster_state.config")
+    conf = read_storm_config(None, {key: "value"})
+    assert conf[key] == "value"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and key in r.getMessage()]
+    assert len(warnings) == 1
+
+    key2 = _unique_key()
+    conf_dir = _write_storm_yaml(tmp_path, f"{key2}: [1, 2]\n")
+    caplog.clear()
+    assert read_storm_config(conf_dir)[key2] == [1, 2]
+    assert any(key2 in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+
+    key3 = _unique_key()
+    caplog.clear()
+    assert merge_configs({key3: 1})[key3] == 1
+    assert any(key3 in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+
+
+def test_internal_and_open_prefix_keys_do_not_warn(caplog):
+    caplog.set_level(logging.WARNING, logger="cluster_state.config")
+    validate_config({"topology.name": "wc", "storm.id": "wc-1-1", f"spark.{uuid.uuid4().hex}": "x"})
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# ---------------------------------------------------------------- -c overrides
+
+
+@pytest.mark.parametrize("item,expected", [
+    ("topology.workers=3", ("topology.workers", 3)),
+    ("topology.workers=-3", ("topology.workers", -3)),
+    ("topology.message.timeout.secs=1.5", ("topology.message.timeout.secs", 1.5)),
+    ("topology.debug=true", ("topology.debug", True)),
+    ("topology.debug=false", ("topology.debug", False)),
+    ("storm.zookeeper.servers=[zk1, zk2]", ("storm.zookeeper.servers", ["zk1", "zk2"])),
+    ('storm.zookeeper.servers=["a.example", "b.example"]', ("storm.zookeeper.servers", ["a.example", "b.example"])),
+    ("storm.local.dir=/tmp/storm", ("storm.local.dir", "/tmp/storm")),
+    ("my.key=hello world", ("my.key", "hello world")),
+    ('my.key="42"', ("my.key", "42")),
+    ("my.key=a=b", ("my.key", "a=b")),
+    ("topology.acker.executors=null", ("topology.acker.executors", None)),
+    ("my.map={a: 1}", ("my.map", {"a": 1})),
+    ("  spaced.key  =7", ("spaced.key", 7)),
+    ("my.empty=", ("my.empty", "")),
+])
+def test_parse_override_yaml_scalars(item, expected):
+    assert parse_override(item) == expected
+
+
+@pytest.mark.parametrize("item", ["novalue", "", "=5", "  =5"])
+def test_parse_override_rejects_malformed(item):
+    with pytest.raises(ConfigError):
+        parse_override(item)
+
+
+def test_parse_override_invalid_yaml_names_key():
+    with pytest.raises(ConfigError, match="my.key"):
+        parse_override("my.key=[unclosed")
+
+
+def test_parse_overrides_later_wins_and_feeds_read_storm_config():
+    overrides = parse_overrides(["topology.workers=2", "topology.debug=true", "topology.workers=4"])
+    assert overrides == {"topology.workers": 4, "topology.debug": True}
+    conf = read_storm_config(None, overrides)
+    assert conf["topology.workers"] == 4 and conf["topology.debug"] is True
+    assert parse_overrides([]) == {}
+
+
+def test_parsed_override_with_wrong_type_fails_naming_key():
+    with pytest.raises(ConfigError, match="topology.workers"):
+        read_storm_config(None, parse_overrides(["topology.workers=two"]))
