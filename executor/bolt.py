@@ -12,6 +12,7 @@ from executor.serialization import (
     ACKER_ACK,
     ACKER_FAIL,
     ACKER_INIT,
+    FAST_TYPES,
     SPOUT_ACK,
     SPOUT_FAIL,
     check_values,
@@ -36,8 +37,11 @@ class OutputCollector:
 
     def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
         out = self._routes.get(stream)
-        if out is None or out.direct or len(values) != out.n or check_values(values) is not None:
+        if out is None or out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=False)
+        for v in values:
+            if type(v) not in FAST_TYPES and check_values(values) is not None:
+                self._ex.emit_error(self._task, stream, values, out, direct=False)
         return self._ex.bolt_emit(self._task, out, values, out.targets(values), anchors)
 
     def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
@@ -75,14 +79,24 @@ class OutputCollector:
 class BasicOutputCollector:
     """What a BasicBolt sees: emits are anchored to the current input."""
 
-    __slots__ = ("_collector", "input")
+    __slots__ = ("_collector", "input", "_ex", "_task", "_routes")
 
     def __init__(self, collector: OutputCollector):
         self._collector = collector
+        self._ex = collector._ex
+        self._task = collector._task
+        self._routes = collector._routes
         self.input: Tuple | None = None
 
     def emit(self, values, stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._collector.emit(values, self.input, stream)
+        # OutputCollector.emit inlined: this is the per-tuple path of every BasicBolt.
+        out = self._routes.get(stream)
+        if out is None or out.direct or len(values) != out.n:
+            self._ex.emit_error(self._task, stream, values, out, direct=False)
+        for v in values:
+            if type(v) not in FAST_TYPES and check_values(values) is not None:
+                self._ex.emit_error(self._task, stream, values, out, direct=False)
+        return self._ex.bolt_emit(self._task, out, values, out.targets(values), self.input)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
         return self._collector.emit_direct(task, values, self.input, stream)
@@ -105,15 +119,27 @@ class BasicBoltAdapter:
         self.user.prepare(conf, context)
 
     def execute(self, tup):
+        self.execute_batch(((None, tup),))
+
+    def execute_batch(self, batch) -> None:
+        """The per-tuple loop of a BasicBolt: execute, then ack (fail on FailedException)."""
         basic = self._basic
-        basic.input = tup
-        try:
-            self.user.execute(tup, basic)
-        except FailedException as exc:
-            log.debug("BasicBolt %s failed a tuple: %s", type(self.user).__name__, exc)
-            self._collector.fail(tup)
-        else:
-            self._collector.ack(tup)
+        collector = self._collector
+        user_execute = self.user.execute
+        untracked = 0
+        for _task, tup in batch:
+            basic.input = tup
+            try:
+                user_execute(tup, basic)
+            except FailedException as exc:
+                log.debug("BasicBolt %s failed a tuple: %s", type(self.user).__name__, exc)
+                collector.fail(tup)
+                continue
+            if tup.anchors_to_ids:
+                collector.ack(tup)
+            else:  # outside every tuple tree: nothing to tell the acker
+                untracked += 1
+        collector._ex.acked += untracked
 
     def cleanup(self):
         self.user.cleanup()
@@ -188,9 +214,13 @@ class BoltExecutor(ExecutorBase):
         self._where = "execute"
         objs = self.w.objs
         if len(self.task_ids) == 1:
-            execute = objs[self.task_ids[0]].execute
-            for _task, tup in batch:
-                execute(tup)
+            obj = objs[self.task_ids[0]]
+            if type(obj) is BasicBoltAdapter:
+                obj.execute_batch(batch)
+            else:
+                execute = obj.execute
+                for _task, tup in batch:
+                    execute(tup)
         else:
             for task, tup in batch:
                 self._cur_task = task

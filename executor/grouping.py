@@ -33,13 +33,24 @@ def stable_hash(value: Any) -> int:
         if value.is_integer():
             return stable_hash(int(value))
         return crc32(struct.pack("<d", value))
-    if t is list or t is tuple:
+    if isinstance(value, (list, tuple)):
         return hash_values(value)
-    if t is dict:
+    if isinstance(value, dict):
         h = 0
         for k, v in value.items():  # order-independent, like Java's Map.hashCode
             h = (h + (stable_hash(k) ^ stable_hash(v))) & _MASK
         return h
+    # Subclasses (StrEnum, IntEnum, ...) travel as their base type: hash them the same way.
+    if isinstance(value, bool):
+        return stable_hash(bool(value))
+    if isinstance(value, int):
+        return stable_hash(int(value))
+    if isinstance(value, str):
+        return crc32(str.encode(value, "utf-8", "surrogatepass"))
+    if isinstance(value, (bytes, bytearray)):
+        return crc32(value)
+    if isinstance(value, float):
+        return stable_hash(float(value))
     raise TypeError(f"cannot hash value of type {t.__name__} for grouping: {value!r}")
 
 
@@ -70,7 +81,8 @@ class ShuffleGrouper(Grouper):
     def choose(self, values):
         i = self._i
         if i >= self._n:
-            self._rng.shuffle(self._targets)
+            if self._n > 1:
+                self._rng.shuffle(self._targets)
             i = 0
         self._i = i + 1
         return self._targets[i]
@@ -85,7 +97,8 @@ class FieldsGrouper(Grouper):
 
     def choose(self, values):
         if self._single is not None:
-            h = stable_hash(values[self._single])
+            v = values[self._single]
+            h = crc32(v.encode("utf-8", "surrogatepass")) if type(v) is str else stable_hash(v)
         else:
             h = hash_values([values[i] for i in self._idx])
         return self._targets[h % self._n]

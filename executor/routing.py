@@ -25,7 +25,8 @@ _EMPTY: list[int] = []
 class StreamOut:
     """Where one task's tuples on one stream go."""
 
-    __slots__ = ("component", "stream", "fields", "n", "direct", "_groupers", "_single", "direct_tasks")
+    __slots__ = ("component", "stream", "fields", "n", "direct", "_groupers", "_single", "direct_tasks",
+                 "targets")
 
     def __init__(self, component: str, stream: str, fields: Fields, direct: bool, groupers: list,
                  direct_tasks: frozenset[int]):
@@ -37,11 +38,10 @@ class StreamOut:
         self._groupers = groupers
         self._single = groupers[0] if len(groupers) == 1 else None
         self.direct_tasks = direct_tasks
+        # targets(values) -> task ids; bound straight to the grouper in the common one-subscriber case
+        self.targets = self._single.choose if self._single is not None else self._all_targets
 
-    def targets(self, values) -> list[int]:
-        single = self._single
-        if single is not None:
-            return single.choose(values)
+    def _all_targets(self, values) -> list[int]:
         if not self._groupers:
             return _EMPTY
         out: list[int] = []

@@ -19,6 +19,8 @@ ACKER_FAIL = 3   # (ACKER_FAIL, root)                               bolt -> acke
 SPOUT_ACK = 4    # (SPOUT_ACK, root)                                acker -> spout
 SPOUT_FAIL = 5   # (SPOUT_FAIL, root)                               acker -> spout
 
+_CONTROL_LEN = {ACKER_INIT: 4, ACKER_ACK: 3, ACKER_FAIL: 2, SPOUT_ACK: 2, SPOUT_FAIL: 2}
+
 Resolver = Callable[[int, str], "tuple[str, Fields]"]
 
 _packer = msgpack.Packer(use_bin_type=True, autoreset=True)
@@ -57,6 +59,8 @@ def unpack_batch(data: bytes, resolve: Resolver) -> list:
     out = []
     cache: dict = {}
     for row in rows:
+        if type(row) is not list or len(row) < 2:
+            raise DecodeError(f"malformed tuple row {row!r}")
         try:
             task, kind = row[0], row[1]
             if kind == TUPLE:
@@ -70,6 +74,8 @@ def unpack_batch(data: bytes, resolve: Resolver) -> list:
                     a2i = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
                 out.append((task, Tuple(values, src, stream, meta[0], meta[1], a2i)))
             else:
+                if _CONTROL_LEN.get(kind) != len(row) - 1:
+                    raise DecodeError(f"malformed control row {row!r}")
                 out.append((task, tuple(row[1:])))
         except (IndexError, TypeError, KeyError) as exc:
             raise DecodeError(f"malformed tuple row {row!r}: {exc}") from None
@@ -77,6 +83,8 @@ def unpack_batch(data: bytes, resolve: Resolver) -> list:
 
 
 _SIMPLE = frozenset([str, float, bool, type(None), bytes])
+# Types whose values never need a closer look (ints are range-checked in check_values).
+FAST_TYPES = frozenset([str, float, bool, type(None), bytes])
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
 

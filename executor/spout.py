@@ -10,7 +10,7 @@ from random import getrandbits
 
 from executor.base import ExecutorBase
 from executor.rotating_map import RotatingMap
-from executor.serialization import ACKER_INIT, SPOUT_ACK, SPOUT_FAIL, check_values
+from executor.serialization import ACKER_INIT, FAST_TYPES, SPOUT_ACK, SPOUT_FAIL, check_values
 from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import SPOUT_WAIT, make_wait_strategy
 
@@ -32,8 +32,9 @@ class SpoutOutputCollector:
         out = self._routes.get(stream)
         if out is None or out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=False)
-        if check_values(values) is not None:
-            self._ex.emit_error(self._task, stream, values, out, direct=False)
+        for v in values:
+            if type(v) not in FAST_TYPES and check_values(values) is not None:
+                self._ex.emit_error(self._task, stream, values, out, direct=False)
         return self._ex.send_spout_msg(self._task, out, values, out.targets(values), msg_id)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:

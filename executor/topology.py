@@ -182,7 +182,8 @@ def _check_component(spec: ComponentSpec) -> None:
         raise InvalidTopologyError(f"component id {cid!r} starts with '__', which is reserved for system components")
     if not isinstance(spec.parallelism, int) or isinstance(spec.parallelism, bool) or spec.parallelism < 1:
         raise InvalidTopologyError(f"component {cid!r}: parallelism must be an integer >= 1, got {spec.parallelism!r}")
-    if spec.num_tasks is not None and (not isinstance(spec.num_tasks, int) or spec.num_tasks < 1):
+    if spec.num_tasks is not None and (not isinstance(spec.num_tasks, int) or isinstance(spec.num_tasks, bool)
+                                      or spec.num_tasks < 1):
         raise InvalidTopologyError(f"component {cid!r}: number of tasks must be an integer >= 1, got {spec.num_tasks!r}")
     needed = ("next_tuple",) if spec.kind == "spout" else ("execute",)
     for attr in needed:

@@ -35,8 +35,8 @@ class Fields:
         except KeyError:
             raise KeyError(f"no field {name!r} in {list(self._names)}") from None
 
-    def select(self, selector: "Fields", values: Sequence[Any]) -> list[Any]:
-        return [values[self._index[n]] for n in selector._names]
+    def select(self, selector: "Fields | Iterable[str]", values: Sequence[Any]) -> list[Any]:
+        return [values[self._index[n]] for n in selector]
 
     def to_list(self) -> list[str]:
         return list(self._names)

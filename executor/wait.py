@@ -67,7 +67,7 @@ def make_wait_strategy(conf: Mapping[str, Any], situation: str, sleeper: Sleeper
     if situation not in SITUATIONS:
         raise ValueError(f"unknown wait situation {situation!r}")
     key = f"topology.{situation}.wait.strategy"
-    name = conf.get(key, "Progressive")
+    name = conf.get(key) or "Progressive"
     kind = _NAMES.get(str(name).lower())
     if kind is None:
         raise InvalidTopologyError(f"config key {key!r}: unknown wait strategy {name!r} (use Progressive or Park)")

@@ -160,16 +160,11 @@ def test_decode_error_is_a_value_error_with_description():
     assert "batch" in str(info.value)
 
 
-@pytest.mark.xfail(reason="BUG: unpack_batch accepts a row that is a string (indexes it like a list) "
-                          "instead of raising DecodeError", strict=True)
 def test_unpack_row_that_is_a_string_raises_decode_error():
     with pytest.raises(DecodeError):
         unpack_batch(msgpack.packb(["ab"]), Resolver())
 
 
-@pytest.mark.xfail(reason="BUG: unpack_batch passes control rows of the wrong arity through unchecked; "
-                          "the acker (bolt.py AckerExecutor._process) or spout (_process) then dies with "
-                          "IndexError instead of the worker dropping the batch", strict=True)
 @pytest.mark.parametrize("row", [[1, ACKER_ACK], [1, ACKER_INIT, 5, 6], [1, ACKER_FAIL], [1, SPOUT_ACK]])
 def test_unpack_malformed_control_row_raises_decode_error(row):
     with pytest.raises(DecodeError):

@@ -201,8 +201,6 @@ def test_plain_list_accepted_wherever_fields_is():
     assert Fields(Fields(["a"])) == Fields(["a"])
 
 
-@pytest.mark.xfail(reason="BUG: Fields.select only accepts a Fields selector (uses selector._names); "
-                          "a plain list raises AttributeError", strict=True)
 def test_fields_select_accepts_plain_list_selector():
     assert Fields(["a", "b", "c"]).select(["c", "a"], [1, 2, 3]) == [3, 1]
 
@@ -369,8 +367,6 @@ def test_rejects_bad_num_tasks(num_tasks):
     assert "'culprit'" in msg and "tasks" in msg
 
 
-@pytest.mark.xfail(reason="BUG: set_num_tasks(True) passes validation (bool is an int) although "
-                          "parallelism=True is rejected", strict=True)
 def test_rejects_bool_num_tasks():
     b = TopologyBuilder()
     b.set_spout("culprit", WordSpout()).set_num_tasks(True)

@@ -198,8 +198,6 @@ def test_unknown_situation_raises():
         make_wait_strategy({}, "nowhere", FakeSleeper())
 
 
-@pytest.mark.xfail(reason="BUG: an explicit null strategy (valid per validate_config: null means built-in "
-                          "behaviour) becomes str(None) -> 'unknown wait strategy None'", strict=True)
 def test_null_strategy_name_means_default():
     w = make_wait_strategy({"topology.bolt.wait.strategy": None}, BOLT_WAIT, FakeSleeper())
     assert isinstance(w, ProgressiveWait)
