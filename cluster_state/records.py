@@ -1,0 +1,245 @@
+"""Records stored in ZooKeeper and LocalState: frozen dataclasses with Storm's fields in snake_case.
+
+Constructors normalise their inputs (lists become tuples, executor ids `(start_task, end_task)`
+and slots `(node, port)` become tuples, mappings are copied) and reject wrongly typed values,
+so a record that round-trips through msgpack compares equal to the original and a corrupt
+node cannot produce a half-valid record. Encoding lives in `codec.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# Bumped when a record changes incompatibly; readers refuse newer versions (codec.py).
+SCHEMA_VERSION = 1
+
+Executor = tuple[int, int]
+Slot = tuple[str, int]
+
+STATUS_ACTIVE = "active"
+STATUS_INACTIVE = "inactive"
+STATUS_KILLED = "killed"
+STATUS_REBALANCING = "rebalancing"
+TOPOLOGY_STATUSES = (STATUS_ACTIVE, STATUS_INACTIVE, STATUS_KILLED, STATUS_REBALANCING)
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    # Frozen dataclasses may only be normalised through object.__setattr__ in __post_init__.
+    object.__setattr__(obj, name, value)
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _opt_str(value: Any, what: str) -> str | None:
+    return None if value is None else _str(value, what)
+
+
+def _opt_int(value: Any, what: str) -> int | None:
+    return None if value is None else _int(value, what)
+
+
+def executor_id(value: Any, what: str = "executor") -> Executor:
+    """`(start_task, end_task)` from any 2-sequence of ints."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise TypeError(f"{what} must be a (start_task, end_task) pair, got {value!r}")
+    return (_int(value[0], what), _int(value[1], what))
+
+
+def slot_id(value: Any, what: str = "slot") -> Slot:
+    """`(node, port)` from any 2-sequence (str, int)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise TypeError(f"{what} must be a (node, port) pair, got {value!r}")
+    return (_str(value[0], what), _int(value[1], what))
+
+
+def _executors(values: Any, what: str) -> tuple[Executor, ...]:
+    if isinstance(values, (str, bytes, Mapping)):
+        raise TypeError(f"{what} must be a sequence of executors, got {values!r}")
+    return tuple(executor_id(v, what) for v in values)
+
+
+def _ints(values: Any, what: str) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes, Mapping)):
+        raise TypeError(f"{what} must be a sequence of ints, got {values!r}")
+    return tuple(_int(v, what) for v in values)
+
+
+def _mapping(value: Any, what: str) -> dict:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a mapping, got {type(value).__name__} {value!r}")
+    return dict(value)
+
+
+@dataclass(frozen=True)
+class StormBase:
+    """`/storms/{topology-id}`: what nimbus knows about a submitted topology."""
+
+    storm_name: str
+    launch_time_secs: int
+    status: str
+    num_workers: int
+    component_executors: Mapping[str, int]
+    # Status before the current one (e.g. what a rebalance returns to); Storm 1.x keeps it too.
+    prev_status: str | None = None
+    # Parameters of a pending kill/rebalance, e.g. {"wait_secs": 30, "num_workers": 3}.
+    topology_action_options: Mapping[str, Any] | None = None
+    owner: str | None = None
+
+    def __post_init__(self) -> None:
+        _str(self.storm_name, "StormBase.storm_name")
+        _int(self.launch_time_secs, "StormBase.launch_time_secs")
+        for name in ("status", "prev_status"):
+            value = getattr(self, name)
+            if value is None and name == "prev_status":
+                continue
+            if value not in TOPOLOGY_STATUSES:
+                raise ValueError(f"StormBase.{name} must be one of {TOPOLOGY_STATUSES}, got {value!r}")
+        _int(self.num_workers, "StormBase.num_workers")
+        executors = _mapping(self.component_executors, "StormBase.component_executors")
+        for comp, count in executors.items():
+            _str(comp, "StormBase.component_executors key")
+            _int(count, "StormBase.component_executors value")
+        _set(self, "component_executors", executors)
+        if self.topology_action_options is not None:
+            _set(self, "topology_action_options",
+                 _mapping(self.topology_action_options, "StormBase.topology_action_options"))
+        _opt_str(self.owner, "StormBase.owner")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """`/assignments/{topology-id}`: where every executor of a topology runs."""
+
+    master_code_dir: str
+    node_host: Mapping[str, str]
+    executor_node_port: Mapping[Executor, Slot]
+    executor_start_time_secs: Mapping[Executor, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _str(self.master_code_dir, "Assignment.master_code_dir")
+        hosts = _mapping(self.node_host, "Assignment.node_host")
+        for node, host in hosts.items():
+            _str(node, "Assignment.node_host key")
+            _str(host, "Assignment.node_host value")
+        _set(self, "node_host", hosts)
+        enp = _mapping(self.executor_node_port, "Assignment.executor_node_port")
+        _set(self, "executor_node_port", {
+            executor_id(e, "Assignment.executor_node_port key"): slot_id(s, "Assignment.executor_node_port value")
+            for e, s in enp.items()
+        })
+        starts = _mapping(self.executor_start_time_secs, "Assignment.executor_start_time_secs")
+        _set(self, "executor_start_time_secs", {
+            executor_id(e, "Assignment.executor_start_time_secs key"):
+                _int(t, "Assignment.executor_start_time_secs value")
+            for e, t in starts.items()
+        })
+
+
+@dataclass(frozen=True)
+class SupervisorInfo:
+    """`/supervisors/{supervisor-id}` (ephemeral): a live supervisor and its slots."""
+
+    time_secs: int
+    hostname: str
+    assignment_id: str
+    used_ports: tuple[int, ...]
+    # All slot ports of the supervisor (Storm's `meta`, from supervisor.slots.ports).
+    meta: tuple[int, ...]
+    scheduler_meta: Mapping[str, Any] | None
+    uptime_secs: int
+    version: str | None = None
+
+    def __post_init__(self) -> None:
+        _int(self.time_secs, "SupervisorInfo.time_secs")
+        _str(self.hostname, "SupervisorInfo.hostname")
+        _str(self.assignment_id, "SupervisorInfo.assignment_id")
+        _set(self, "used_ports", _ints(self.used_ports, "SupervisorInfo.used_ports"))
+        _set(self, "meta", _ints(self.meta, "SupervisorInfo.meta"))
+        if self.scheduler_meta is not None:
+            _set(self, "scheduler_meta", _mapping(self.scheduler_meta, "SupervisorInfo.scheduler_meta"))
+        _int(self.uptime_secs, "SupervisorInfo.uptime_secs")
+        _opt_str(self.version, "SupervisorInfo.version")
+
+
+@dataclass(frozen=True)
+class WorkerHeartbeat:
+    """A worker's heartbeat: in ZooKeeper `/workerbeats/{topology-id}/{node}-{port}` and on local disk."""
+
+    storm_id: str
+    executors: tuple[Executor, ...]
+    port: int
+    time_secs: int
+    uptime_secs: int
+    # Per-executor stats (plain msgpack values), read back by executor_beats.
+    executor_stats: Mapping[Executor, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _str(self.storm_id, "WorkerHeartbeat.storm_id")
+        _set(self, "executors", _executors(self.executors, "WorkerHeartbeat.executors"))
+        _int(self.port, "WorkerHeartbeat.port")
+        _int(self.time_secs, "WorkerHeartbeat.time_secs")
+        _int(self.uptime_secs, "WorkerHeartbeat.uptime_secs")
+        stats = _mapping(self.executor_stats, "WorkerHeartbeat.executor_stats")
+        _set(self, "executor_stats", {
+            executor_id(e, "WorkerHeartbeat.executor_stats key"): v for e, v in stats.items()
+        })
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """`/errors/{topology-id}/{component-id}/e{seq}`: one error a component reported."""
+
+    error: str
+    time_secs: int
+    host: str | None = None
+    port: int | None = None
+
+    def __post_init__(self) -> None:
+        _str(self.error, "ErrorInfo.error")
+        _int(self.time_secs, "ErrorInfo.time_secs")
+        _opt_str(self.host, "ErrorInfo.host")
+        _opt_int(self.port, "ErrorInfo.port")
+
+
+@dataclass(frozen=True)
+class LocalAssignment:
+    """What a supervisor runs on one of its ports (kept in its LocalState)."""
+
+    storm_id: str
+    executors: tuple[Executor, ...]
+
+    def __post_init__(self) -> None:
+        _str(self.storm_id, "LocalAssignment.storm_id")
+        _set(self, "executors", _executors(self.executors, "LocalAssignment.executors"))
+
+
+@dataclass(frozen=True)
+class ExecutorBeat:
+    """One executor's liveness as nimbus sees it (from its worker's heartbeat); not stored itself."""
+
+    time_secs: int
+    uptime_secs: int
+    stats: Any = None
+
+
+@dataclass(frozen=True)
+class VersionedAssignment:
+    """An assignment with its ZooKeeper node version (the supervisor's versioned snapshot)."""
+
+    assignment: Assignment
+    version: int
+
+
+RECORD_TYPES: tuple[type, ...] = (StormBase, Assignment, SupervisorInfo, WorkerHeartbeat, ErrorInfo,
+                                  LocalAssignment)
