@@ -96,7 +96,26 @@ class BasicOutputCollector:
         for v in values:
             if type(v) not in FAST_TYPES and check_values(values) is not None:
                 self._ex.emit_error(self._task, stream, values, out, direct=False)
-        return self._ex.bolt_emit(self._task, out, values, out.targets(values), self.input)
+        ex = self._ex
+        anchor = self.input
+        if anchor.anchors_to_ids and ex._has_ackers:
+            return ex.bolt_emit(self._task, out, values, out.targets(values), anchor)
+        # Untracked input: an unanchored emit, inlined (the word-count split path).
+        ex.emitted += 1
+        if ex._listener is not None:
+            ex._listener(ex.component_id, self._task, stream, values)
+        targets = out.targets(values)
+        tup = Tuple(values, self._task, stream, ex.component_id, out.fields, None)
+        bufs = ex._bufs
+        task_slot = ex._task_slot
+        bs = ex._batch_size
+        for t in targets:
+            i = task_slot[t]
+            buf = bufs[i]
+            buf.append((t, tup))
+            if len(buf) >= bs:
+                ex._flush_slot(i)
+        return list(targets)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
         return self._collector.emit_direct(task, values, self.input, stream)

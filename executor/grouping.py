@@ -14,6 +14,7 @@ from zlib import crc32
 from executor.tuple import Fields
 
 _MASK = 0xFFFFFFFF
+_CACHE_MAX = 65536  # distinct string keys remembered per fields grouper
 
 
 def stable_hash(value: Any) -> int:
@@ -94,11 +95,20 @@ class FieldsGrouper(Grouper):
         self._n = len(self._targets)
         self._idx = [stream_fields.index(f) for f in group_fields]
         self._single = self._idx[0] if len(self._idx) == 1 else None
+        self._cache: dict[str, int] = {}
 
     def choose(self, values):
         if self._single is not None:
             v = values[self._single]
-            h = crc32(v.encode("utf-8", "surrogatepass")) if type(v) is str else stable_hash(v)
+            if type(v) is str:
+                # Keys repeat (words, user ids): a bounded cache beats encode + crc32 each time.
+                h = self._cache.get(v)
+                if h is None:
+                    if len(self._cache) >= _CACHE_MAX:
+                        self._cache.clear()
+                    h = self._cache[v] = crc32(v.encode("utf-8", "surrogatepass"))
+            else:
+                h = stable_hash(v)
         else:
             h = hash_values([values[i] for i in self._idx])
         return self._targets[h % self._n]
