@@ -153,3 +153,24 @@ def test_invalid_topology_is_a_clear_error(tmp_path):
     out = storm_py("local", str(f), "--duration", "1", cwd=tmp_path)
     assert out.returncode != 0
     assert "missing" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_ctrl_c_shuts_down_cleanly_with_a_summary():
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "local", "examples/word_count/topology.py"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        first = proc.stdout.readline()  # a status line: the topology runs
+        assert "acked" in first, first
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=max(1, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "summary:" in out and "Traceback" not in err
