@@ -10,12 +10,8 @@ raises ClusterStateUnavailableError. kazoo drops all its watches whenever the co
 drops (it does not re-send them), and after a session expiry the server has removed our
 ephemeral nodes. So on every (re)connection this client, on its event thread:
   1. re-creates the ephemeral nodes it owns that are missing or owned by another session;
-  2. re-arms every watch it had armed. Each watched read records a token of what the caller
-     saw (mzxid for data watches, pzxid for child watches, or "absent"); re-arming reads the
-     node again with a watch, and if the token differs the change happened while we were
-     away and the watch's event is delivered now (CREATED/CHANGED/DELETED/CHILD).
-A path whose watch already fired and was not read again may get one extra event after a
-reconnection (its token is stale); one-shot callbacks that were already consumed ignore it.
+  2. re-arms every watch it had armed, delivering the events of changes it missed
+     meanwhile (watchbook.py explains how, and why a path may get one extra event).
 
 Server death. When the server is down kazoo stays SUSPENDED and never reports LOST: the
 session may still be alive when it comes back (ZooKeeper restores sessions on restart), so we
@@ -54,10 +50,9 @@ from .errors import (
 from .paths import normalize_path
 from .protocol import ConnectionState, EventType, WatchCallback
 from .settings import ZkSettings, zk_settings
+from .watchbook import ABSENT, WatchBook
 
 log = logging.getLogger(__name__)
-
-_ABSENT = "absent"  # watch token of a node that did not exist when read
 
 _EVENT_TYPES = {
     KzEventType.CREATED: EventType.CREATED,
@@ -82,8 +77,7 @@ class ZkClusterState:
         # Serialises ephemeral bookkeeping with its ZooKeeper writes (caller vs. recovery).
         self._eph_lock = threading.RLock()
         self._ephemerals: dict[str, bytes] = {}
-        self._data_arms: dict[str, Any] = {}
-        self._child_arms: dict[str, Any] = {}
+        self._watches = WatchBook()
         self._connected = threading.Event()
         self._state = ConnectionState.LOST
         self._disconnected_since: float | None = time.monotonic()
@@ -252,10 +246,6 @@ class ZkClusterState:
         self._last_event = event
         self._hub.deliver(_EVENT_TYPES[event.type], event.path)
 
-    def _arm(self, table: dict[str, Any], path: str, token: Any) -> None:
-        with self._lock:
-            table[path] = token
-
     # -- ClusterState: reads -------------------------------------------------------------------
 
     def _read(self, path: str, watch: bool) -> tuple[bytes, Any] | None:
@@ -272,14 +262,14 @@ class ZkClusterState:
             # ZooKeeper arms nothing on a failed get: an exists watch catches the creation.
             stat = self._op("exists", path, lambda: client.exists_async(path, watch=self._data_watcher))
             if stat is None:
-                self._arm(self._data_arms, path, _ABSENT)
+                self._watches.armed_data(path, ABSENT)
                 return None
             try:
                 found = self._op("get", path, lambda: client.get_async(path))
             except NoNodeError:
-                self._arm(self._data_arms, path, _ABSENT)
+                self._watches.armed_data(path, ABSENT)
                 return None
-        self._arm(self._data_arms, path, found[1].mzxid)
+        self._watches.armed_data(path, found[1].mzxid)
         return found
 
     def get_data(self, path: str, watch: bool = False) -> bytes | None:
@@ -294,7 +284,7 @@ class ZkClusterState:
         watcher = self._data_watcher if watch else None
         stat = self._op("exists", path, lambda: self._client.exists_async(path, watch=watcher))
         if watch:
-            self._arm(self._data_arms, path, _ABSENT if stat is None else stat.mzxid)
+            self._watches.armed_data(path, ABSENT if stat is None else stat.mzxid)
         return stat
 
     def get_version(self, path: str, watch: bool = False) -> int | None:
@@ -311,7 +301,7 @@ class ZkClusterState:
             "get children of", path,
             lambda: self._client.get_children_async(path, watch=watcher, include_data=True))
         if watch:
-            self._arm(self._child_arms, path, stat.pzxid)
+            self._watches.armed_children(path, stat.pzxid)
         return sorted(children)
 
     # -- ClusterState: writes ------------------------------------------------------------------
@@ -464,49 +454,18 @@ class ZkClusterState:
                     log.error("could not re-create ephemeral node %s: %s", path, exc)
 
     def _rearm_watches(self) -> None:
-        with self._lock:
-            data_arms = dict(self._data_arms)
-            child_arms = dict(self._child_arms)
         client = self._client
-        deleted: set[str] = set()
-        for path, token in data_arms.items():
-            try:
-                stat = self._op("exists", path, lambda p=path: client.exists_async(p, watch=self._data_watcher))
-            except (NotAuthorizedError, NoNodeError) as exc:
-                log.error("could not re-arm data watch on %s: %s", path, exc)
-                continue
-            now = _ABSENT if stat is None else stat.mzxid
-            if now == token:
-                continue
-            self._drop_arm(self._data_arms, path, token)
-            if stat is None:
-                deleted.add(path)
-                self._hub.deliver(EventType.DELETED, path)
-            else:
-                self._hub.deliver(EventType.CREATED if token == _ABSENT else EventType.CHANGED, path)
-        for path, token in child_arms.items():
-            try:
-                _, stat = self._op("get children of", path, lambda p=path: client.get_children_async(
-                    p, watch=self._child_watcher, include_data=True))
-                now = stat.pzxid
-            except NoNodeError:
-                now = _ABSENT
-            except NotAuthorizedError as exc:
-                log.error("could not re-arm child watch on %s: %s", path, exc)
-                continue
-            if now == token:
-                continue
-            self._drop_arm(self._child_arms, path, token)
-            if now == _ABSENT:
-                if path not in deleted:
-                    self._hub.deliver(EventType.DELETED, path)
-            else:
-                self._hub.deliver(EventType.CHILD, path)
 
-    def _drop_arm(self, table: dict[str, Any], path: str, token: Any) -> None:
-        with self._lock:
-            if table.get(path) == token:  # unless a caller re-read it meanwhile
-                del table[path]
+        def watch_data(path: str) -> Any:
+            stat = self._op("exists", path, lambda: client.exists_async(path, watch=self._data_watcher))
+            return ABSENT if stat is None else stat.mzxid
+
+        def watch_children(path: str) -> Any:
+            _, stat = self._op("get children of", path, lambda: client.get_children_async(
+                path, watch=self._child_watcher, include_data=True))
+            return stat.pzxid
+
+        self._watches.rearm(watch_data, watch_children, self._hub.deliver)
 
     def __repr__(self) -> str:
         return f"ZkClusterState({self.settings.connect_string}{self.settings.root}, state={self.connection_state.value})"
