@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import uuid
+import warnings
 from typing import Any, Callable
 
 import pytest
@@ -131,6 +132,9 @@ def zk_admin(zk_server: ZooKeeperServer):
     # Session-scoped: its threads outlive the test that happened to create it.
     _SESSION_THREADS.update(set(threading.enumerate()) - before)
     yield client
+    leftover = [child for child in client.get_children("/") if child != "zookeeper"]
+    if leftover:
+        warnings.warn(f"ZooKeeper nodes left behind by tests: {sorted(leftover)}", stacklevel=1)
     client.stop()
     client.close()
 
