@@ -123,5 +123,10 @@ def local(file, duration, name, conf, cli_overrides):
         return
 
 
+from daemons.cli_sink import sink  # noqa: E402
+
+main.add_command(sink)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,44 @@
+"""Print the most frequent words stored by the word_count_spark example, read back from its table.
+
+usage: python3 examples/word_count_spark/top_words.py [PATH] [-n 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+from word_count_spark_components import TABLE, top_words  # noqa: E402
+
+from executor.sinks.spark import read_table  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("path", nargs="?", default=TABLE)
+    ap.add_argument("-n", type=int, default=10)
+    args = ap.parse_args()
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.log.level", "ERROR").getOrCreate())
+    try:
+        try:
+            df = read_table(args.path, spark=spark)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"top words in {args.path}:")
+        for word, count in top_words(df, args.n):
+            print(f"{count:>10}  {word}")
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

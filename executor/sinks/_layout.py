@@ -1,0 +1,239 @@
+"""On-disk layout of a sink table, its staging area and its metadata file. No Spark here.
+
+    <table>/
+      _storm_sink.json                      table metadata: columns, schema, partitioning, dedupe key
+      storm_batch_id=<batch id>/            one committed batch (what Spark writes, renamed in whole)
+        [<partition col>=<value>/]part-*.parquet
+      _staging/
+        <owner>.lock                        flock held by a live sink task for as long as it runs
+        <owner>/<batch id>/                 a batch being written by that task
+
+A batch is written by Spark into the owner's staging directory and then committed by one
+rename(2) of that directory to `storm_batch_id=<batch id>`: readers see all of it or none of
+it. Spark (and pyarrow) skip paths starting with "_" or ".", so neither staging nor the
+metadata file is ever read as data. A task killed mid-write leaves its staging directory
+behind with an unlocked lock file (the kernel drops flocks of dead processes); the next sink
+task to open the table removes it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+STAGING_DIR = "_staging"
+META_FILE = "_storm_sink.json"
+BATCH_COLUMN = "storm_batch_id"
+WRITTEN_AT_COLUMN = "storm_written_at"
+TASK_COLUMN = "storm_task_id"
+AUDIT_COLUMNS = (WRITTEN_AT_COLUMN, TASK_COLUMN, BATCH_COLUMN)
+META_VERSION = 1
+
+
+class SinkTableError(RuntimeError):
+    """The table on disk cannot be used as configured (or is not a sink table)."""
+
+
+def table_dir(path: str | os.PathLike) -> Path:
+    """The absolute local directory of a table path (plain path or file:// URL)."""
+    text = os.fspath(path)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    elif "://" in text:
+        raise SinkTableError(f"sink table path {text!r}: only local paths (or file:// URLs) are supported")
+    return Path(text).expanduser().absolute()
+
+
+def spark_uri(path: Path) -> str:
+    # Explicit scheme: a Spark whose default filesystem is HDFS must still write locally, because
+    # the commit is a local rename.
+    return "file://" + str(path)
+
+
+def batch_dir_name(batch_id: str) -> str:
+    return f"{BATCH_COLUMN}={batch_id}"
+
+
+def committed_batches(table: Path) -> list[str]:
+    """Batch ids of the committed batches, oldest first (batch ids sort by commit time)."""
+    prefix = BATCH_COLUMN + "="
+    try:
+        names = os.listdir(table)
+    except FileNotFoundError:
+        return []
+    return sorted(n[len(prefix):] for n in names if n.startswith(prefix))
+
+
+def new_owner(task_id: int) -> str:
+    return f"t{task_id}-p{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class BatchIds:
+    """Batch ids that sort by creation time and are unique across tasks, processes and restarts."""
+
+    def __init__(self, owner: str):
+        self._owner = owner
+        self._seq = 0
+
+    def next(self) -> str:
+        self._seq += 1
+        now = time.time()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now * 1000) % 1000:03d}Z"
+        # The letters in it keep Spark's partition-value inference from turning it into a number.
+        return f"{stamp}-{self._owner}-{self._seq:06d}"
+
+
+# ---- staging ----
+
+def _try_lock(path: Path) -> int | None:
+    """Open and exclusively flock `path` without blocking; the fd, or None when held elsewhere."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return None
+        raise
+    return fd
+
+
+def clean_staging(table: Path) -> list[str]:
+    """Remove the staging leftovers of sink tasks that are no longer running; return their names.
+
+    An owner is dead when its lock file can be locked. A staging directory without a lock file
+    is a leftover too: owners create the lock before the directory and remove it after.
+    """
+    staging = table / STAGING_DIR
+    try:
+        names = set(os.listdir(staging))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in sorted(names):
+        if name.endswith(".lock"):
+            owner = name[:-len(".lock")]
+            fd = _try_lock(staging / name)
+            if fd is None:
+                continue  # a live task holds it (or it vanished meanwhile)
+            try:
+                shutil.rmtree(staging / owner, ignore_errors=True)
+                os.unlink(staging / name)
+            except FileNotFoundError:
+                pass  # another task cleaned it at the same time
+            finally:
+                os.close(fd)
+            removed.append(owner)
+        elif (staging / name).is_dir() and f"{name}.lock" not in names:
+            shutil.rmtree(staging / name, ignore_errors=True)
+            removed.append(name)
+    if removed:
+        log.warning("Spark sink %s: removed staging leftovers of stopped writers: %s", table, removed)
+    return removed
+
+
+class Staging:
+    """One sink task's private staging directory, guarded by an flock for as long as it is open."""
+
+    def __init__(self, table: Path, owner: str):
+        self.table = table
+        self.owner = owner
+        self.dir = table / STAGING_DIR / owner
+        self._lock_path = table / STAGING_DIR / f"{owner}.lock"
+        self._fd: int | None = None
+
+    def open(self) -> None:
+        if self._fd is not None:
+            return
+        (self.table / STAGING_DIR).mkdir(parents=True, exist_ok=True)
+        for _attempt in range(5):
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # our own fresh name: at most a cleaner holds it, briefly
+            # A cleaner may have locked the new file between our create and our flock, taken it
+            # for a dead owner's and unlinked it; a lock on an unlinked file protects nothing.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self._lock_path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._fd = fd
+                self.dir.mkdir(exist_ok=True)
+                return
+            os.close(fd)
+        raise SinkTableError(f"could not take the staging lock {self._lock_path}")
+
+    def batch_dir(self, batch_id: str) -> Path:
+        return self.dir / batch_id
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            os.unlink(self._lock_path)
+        except FileNotFoundError:
+            pass
+        os.close(self._fd)
+        self._fd = None
+
+
+def commit_batch(staged: Path, table: Path, batch_id: str) -> Path:
+    """Make a fully written staged batch visible, atomically (one rename on one filesystem)."""
+    final = table / batch_dir_name(batch_id)
+    os.rename(staged, final)
+    return final
+
+
+# ---- metadata ----
+
+def read_meta(table: Path) -> dict[str, Any] | None:
+    try:
+        text = (table / META_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        meta = json.loads(text)
+    except ValueError as exc:
+        raise SinkTableError(f"{table / META_FILE}: not valid JSON: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
+        raise SinkTableError(f"{table / META_FILE}: not a storm-py sink table (version {META_VERSION})")
+    return meta
+
+
+def create_meta(table: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Write the table metadata unless it exists; return the metadata in force (first writer wins)."""
+    table.mkdir(parents=True, exist_ok=True)
+    tmp = table / f"{META_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
+    try:
+        os.link(tmp, table / META_FILE)  # fails if it exists: sink tasks racing agree on one
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    existing = read_meta(table)
+    assert existing is not None
+    return existing
+
+
+def check_meta(meta: dict[str, Any], *, table: Path, columns: list[str], format: str,
+               partition_by: list[str], dedupe_fields: list[str] | None) -> None:
+    """Raise SinkTableError when an existing table was created with another layout."""
+    want = {"columns": columns, "format": format, "partition_by": partition_by, "dedupe_fields": dedupe_fields}
+    diffs = [f"{k}: table has {meta.get(k)!r}, sink has {v!r}" for k, v in want.items() if meta.get(k) != v]
+    if diffs:
+        raise SinkTableError(f"sink table {table} was created with another layout ({'; '.join(diffs)}); "
+                             f"write to a new path or configure the sink like the table")

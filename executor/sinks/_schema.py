@@ -1,0 +1,133 @@
+"""Column types for a sink table: inferred from the first batch, then enforced on every batch.
+
+The sink hands rows to Spark with `verifySchema=False`, because Spark's per-row verification
+costs more than the write. Spark then silently turns a value of the wrong type into null (an
+int in a double column, a string in a bigint column). So the sink checks the types itself, per
+column with C-speed set(map(type, ...)), converts what converts without loss (int -> float,
+int -> Decimal), and rejects the rows that do not fit: their tuples are failed with an error
+naming the field, instead of landing in the table as nulls.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections import Counter
+from typing import Any, Sequence
+
+_NONE = type(None)
+_SAMPLE = 1000  # values looked at to infer an array's element or a map's value type
+
+
+def _scalar_type(py: type, sample: Sequence[Any]):
+    from pyspark.sql import types as T
+
+    if py is bool:
+        return T.BooleanType()
+    if py is int:
+        return T.LongType()
+    if py is float:
+        return T.DoubleType()
+    if py is str:
+        return T.StringType()
+    if py in (bytes, bytearray):
+        return T.BinaryType()
+    if py is datetime.datetime:
+        return T.TimestampType()
+    if py is datetime.date:
+        return T.DateType()
+    if py is decimal.Decimal:
+        return T.DecimalType(38, 18)
+    if py in (list, tuple):
+        elems = [e for v in sample[:_SAMPLE] for e in v]
+        return T.ArrayType(infer_type(elems))
+    if py is dict:
+        keys = [k for v in sample[:_SAMPLE] for k in v]
+        vals = [x for v in sample[:_SAMPLE] for x in v.values()]
+        return T.MapType(infer_type(keys) if keys else T.StringType(), infer_type(vals))
+    return T.StringType()
+
+
+def infer_type(values: Sequence[Any]):
+    """The Spark type for a column holding `values`: the most common Python type wins (the rows
+    of other types are rejected later); ints with floats make a double; all-null is a string."""
+    from pyspark.sql import types as T
+
+    counts = Counter(map(type, values))
+    counts.pop(_NONE, None)
+    if not counts:
+        return T.StringType()
+    kinds = set(counts)
+    if float in kinds and kinds <= {int, float}:
+        return T.DoubleType()
+    py = counts.most_common(1)[0][0]
+    return _scalar_type(py, [v for v in values if type(v) is py])
+
+
+def infer_schema(columns: Sequence[str], rows: Sequence[Sequence[Any]]):
+    from pyspark.sql import types as T
+
+    cols = list(zip(*rows)) if rows else [() for _ in columns]
+    return T.StructType([T.StructField(name, infer_type(col), True) for name, col in zip(columns, cols)])
+
+
+def _rule(dt) -> tuple[frozenset | None, dict]:
+    """(Python types accepted for Spark type dt, {python type: converter}); None accepts anything."""
+    from pyspark.sql import types as T
+
+    if isinstance(dt, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+        return frozenset({int}), {}
+    if isinstance(dt, (T.DoubleType, T.FloatType)):
+        return frozenset({float, int}), {int: float}
+    if isinstance(dt, T.StringType):
+        return frozenset({str}), {}
+    if isinstance(dt, T.BooleanType):
+        return frozenset({bool}), {}
+    if isinstance(dt, T.BinaryType):
+        return frozenset({bytes, bytearray}), {}
+    if isinstance(dt, T.ArrayType):
+        return frozenset({list, tuple}), {}
+    if isinstance(dt, T.MapType):
+        return frozenset({dict}), {}
+    if isinstance(dt, T.TimestampType):
+        return frozenset({datetime.datetime}), {}
+    if isinstance(dt, T.DateType):
+        return frozenset({datetime.date}), {}
+    if isinstance(dt, T.DecimalType):
+        return frozenset({decimal.Decimal, int}), {int: decimal.Decimal}
+    return None, {}
+
+
+def conform(schema, rows: list) -> tuple[list, dict[int, str]]:
+    """Check rows against schema; return (the rows to write, {index of a rejected row: why}).
+
+    Fast path: when every column already has the right types the rows are returned as they are.
+    """
+    if not rows:
+        return rows, {}
+    cols = None
+    bad: dict[int, str] = {}
+    converted: dict[int, list] = {}
+    for i, field in enumerate(schema.fields):
+        allowed, converters = _rule(field.dataType)
+        if allowed is None:
+            continue
+        if cols is None:
+            cols = list(zip(*rows))
+        col = cols[i]
+        kinds = set(map(type, col))
+        kinds.discard(_NONE)
+        if kinds - allowed:
+            for j, v in enumerate(col):
+                if v is not None and type(v) not in allowed and j not in bad:
+                    bad[j] = (f"field {field.name!r}: {type(v).__name__} value {v!r:.80} does not fit "
+                              f"column type {field.dataType.simpleString()}")
+        if kinds & set(converters):
+            converted[i] = [converters[type(v)](v) if type(v) in converters else v for v in col]
+    if not bad and not converted:
+        return rows, {}
+    assert cols is not None
+    for i, col in converted.items():
+        cols[i] = col
+    out = [row for j, row in enumerate(zip(*cols)) if j not in bad]
+    return out, bad

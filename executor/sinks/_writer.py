@@ -1,0 +1,257 @@
+"""The sink's write path: a background thread per sink task, and the table writer it drives.
+
+A Spark write costs ~0.2 s however small the batch, so it must not run on the bolt's executor
+thread: the executor would stop consuming for that long. The bolt hands whole batches to a
+BatchWriter thread and keeps buffering; the writer commits them and puts the outcome on a
+queue that the bolt drains on its own thread (the output collector is not thread-safe, so acks
+and fails are only ever issued there). Batches that queue up while a write runs are committed
+together by the next write (group commit), which spreads Spark's fixed cost under load.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import queue
+import shutil
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from executor.sinks import _layout as L
+from executor.sinks._schema import conform, infer_schema
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Batch:
+    rows: list
+    tuples: list
+    reason: str  # "size" or "interval": what triggered it
+
+
+@dataclass
+class WriteResult:
+    """The outcome of one write: every tuple of `tuples` is to be acked unless `error` is set
+    (then all are failed) or its index is in `rejected` (then it is failed, with that reason)."""
+
+    tuples: list
+    batches: int
+    batch_id: str | None = None
+    rejected: dict[int, str] = field(default_factory=dict)
+    error: BaseException | None = None
+    seconds: float = 0.0
+
+
+class BatchWriter:
+    """A named thread that commits the batches submitted to it, one write at a time."""
+
+    def __init__(self, name: str, write: Callable[[list], tuple[str | None, dict[int, str]]],
+                 on_start: Callable[[], None] = lambda: None, on_stop: Callable[[], None] = lambda: None):
+        self.name = name
+        self._write = write
+        self._on_start = on_start
+        self._on_stop = on_stop
+        self.results: queue.SimpleQueue[WriteResult] = queue.SimpleQueue()
+        self._jobs: deque[Batch] = deque()
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.write_seconds: deque[float] = deque(maxlen=1000)
+
+    def start(self) -> None:
+        with self._cv:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def submit(self, batch: Batch) -> None:
+        with self._cv:
+            if self._stopping:
+                raise RuntimeError(f"{self.name} is stopped")
+            self._jobs.append(batch)
+            self._cv.notify()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Let a running write finish, drop batches not yet started (their tuples are replayed
+        by the spouts' timeouts), run on_stop; True when the thread ended within timeout."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+            t = self._thread
+        if t is None or t is threading.current_thread():
+            return True
+        t.join(timeout)
+        if t.is_alive():
+            log.warning("%s: still writing after %.1fs; leaving it to finish on its own", self.name, timeout)
+            return False
+        return True
+
+    def _run(self) -> None:
+        try:
+            self._on_start()
+        except Exception:
+            # Not fatal: the first write retries whatever failed (and fails its batch if it fails again).
+            log.warning("%s: warm-up failed", self.name, exc_info=True)
+        try:
+            while True:
+                with self._cv:
+                    while not self._jobs and not self._stopping:
+                        self._cv.wait()
+                    if self._stopping:
+                        if self._jobs:
+                            log.info("%s: stopping with %d unwritten batches (%d rows); their tuples "
+                                     "will be replayed", self.name, len(self._jobs),
+                                     sum(len(b.rows) for b in self._jobs))
+                            self._jobs.clear()
+                        return
+                    jobs = list(self._jobs)
+                    self._jobs.clear()
+                self.results.put(self._write_jobs(jobs))
+        finally:
+            try:
+                self._on_stop()
+            except Exception:
+                log.exception("%s: shutting down the table writer failed", self.name)
+
+    def _write_jobs(self, jobs: list[Batch]) -> WriteResult:
+        if len(jobs) == 1:
+            rows, tuples = jobs[0].rows, jobs[0].tuples
+        else:
+            rows = [r for b in jobs for r in b.rows]
+            tuples = [t for b in jobs for t in b.tuples]
+        res = WriteResult(tuples, len(jobs))
+        t0 = time.monotonic()
+        try:
+            res.batch_id, res.rejected = self._write(rows)
+        except Exception as exc:  # any write failure fails the batch; the spouts replay it
+            res.error = exc
+        res.seconds = time.monotonic() - t0
+        self.write_seconds.append(res.seconds)
+        return res
+
+
+class TableWriter:
+    """Writes batches of rows into one sink table for one sink task (runs on its BatchWriter)."""
+
+    def __init__(self, table: Path, columns: list[str], format: str, partition_by: list[str],
+                 dedupe_fields: list[str] | None, schema_ddl: str | None, task_id: int,
+                 conf: dict[str, Any], holder):
+        self.table = table
+        self.columns = columns
+        self.format = format
+        self.partition_by = partition_by
+        self.dedupe_fields = dedupe_fields
+        self.schema_ddl = schema_ddl
+        self.task_id = task_id
+        self.conf = conf
+        self.holder = holder
+        self.owner = L.new_owner(task_id)
+        self.ids = L.BatchIds(self.owner)
+        self.staging = L.Staging(table, self.owner)
+        self.schema = None  # the user columns' StructType, fixed by the table metadata
+        self._spark = None
+        self._opened = False
+        self._schema_checked = False
+
+    # ---- lifecycle (on the writer thread) ----
+    def open(self) -> None:
+        if self._opened:
+            return
+        self.table.mkdir(parents=True, exist_ok=True)
+        L.clean_staging(self.table)
+        self.staging.open()
+        meta = L.read_meta(self.table)
+        if meta is not None:
+            self._adopt(meta)
+        self._opened = True
+
+    def session(self):
+        if self._spark is None:
+            self._spark = self.holder.acquire(self.conf)
+        return self._spark
+
+    def warm_up(self) -> None:
+        """Open the table and start Spark before the first batch is due."""
+        self.open()
+        self.session()
+
+    def close(self) -> None:
+        self.staging.close()
+        if self._spark is not None:
+            self._spark = None
+            self.holder.release()
+
+    # ---- schema ----
+    def _meta(self, schema) -> dict[str, Any]:
+        return {"version": L.META_VERSION, "format": self.format, "columns": self.columns,
+                "partition_by": self.partition_by, "dedupe_fields": self.dedupe_fields,
+                "schema": schema.json(), "created": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+
+    def _adopt(self, meta: dict[str, Any]) -> None:
+        from pyspark.sql.types import StructType
+
+        L.check_meta(meta, table=self.table, columns=self.columns, format=self.format,
+                     partition_by=self.partition_by, dedupe_fields=self.dedupe_fields)
+        self.schema = StructType.fromJson(json.loads(meta["schema"]))
+
+    def _ensure_schema(self, spark, rows: list) -> None:
+        if self._schema_checked:
+            return
+        wanted = None
+        if self.schema_ddl:
+            wanted = spark.createDataFrame([], self.schema_ddl).schema
+            if wanted.fieldNames() != self.columns:
+                raise L.SinkTableError(f"schema {self.schema_ddl!r} names columns {wanted.fieldNames()}, "
+                                       f"but the sink writes {self.columns}")
+        if self.schema is None:
+            schema = wanted
+            if schema is None:
+                schema = infer_schema(self.columns, rows)
+                log.info("Spark sink %s: inferred schema %s from the first batch", self.table,
+                         schema.simpleString())
+            # First writer wins: tasks racing to create the table all adopt the one schema.
+            self._adopt(L.create_meta(self.table, self._meta(schema)))
+        if wanted is not None and self.schema.simpleString() != wanted.simpleString():
+            raise L.SinkTableError(f"sink table {self.table} has schema {self.schema.simpleString()}, "
+                                   f"not {wanted.simpleString()}")
+        self._schema_checked = True
+
+    # ---- the write ----
+    def write(self, rows: list) -> tuple[str | None, dict[int, str]]:
+        """Stage, then commit, one batch; return its id and the rows rejected for their types."""
+        from pyspark.sql import functions as F
+
+        self.open()
+        spark = self.session()
+        self._ensure_schema(spark, rows)
+        good, rejected = conform(self.schema, rows)
+        if not good:
+            return None, rejected
+        batch_id = self.ids.next()
+        written_at = datetime.datetime.now(datetime.timezone.utc)
+        df = (spark.createDataFrame(good, self.schema, verifySchema=False)
+              .withColumn(L.WRITTEN_AT_COLUMN, F.lit(written_at).cast("timestamp"))
+              .withColumn(L.TASK_COLUMN, F.lit(self.task_id).cast("int")))
+        # One file per batch (per partition value): batches are small, many tiny files are not.
+        writer = df.coalesce(1).write.format(self.format).mode("errorifexists")
+        if self.partition_by:
+            writer = writer.partitionBy(*self.partition_by)
+        staged = self.staging.batch_dir(batch_id)
+        try:
+            writer.save(L.spark_uri(staged))
+            L.commit_batch(staged, self.table, batch_id)
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+        log.debug("Spark sink %s: committed batch %s (%d rows)", self.table, batch_id, len(good))
+        return batch_id, rejected

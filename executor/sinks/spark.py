@@ -1,0 +1,369 @@
+"""SparkSinkBolt: stores a stream in a Parquet table through Spark, acking tuples only once the
+batch holding them is committed (design.md section 9).
+
+Usage::
+
+    from executor.sinks.spark import SparkSinkBolt, read_table
+
+    builder.set_bolt("store", SparkSinkBolt("/data/counts", dedupe_fields=["word", "count"])) \\
+           .shuffle_grouping("count")
+    ...
+    read_table("/data/counts").groupBy("word").max("count").show()
+
+Semantics:
+
+- The bolt buffers its input tuples and writes them as one batch when `batch_size` tuples are
+  buffered or `flush_interval_secs` after the first of them arrived (checked on tick tuples,
+  every `tick_secs`). Every tuple of a batch is acked only after the batch is committed; if the
+  write raises, every tuple of it is failed (the spouts replay them) and the error reported.
+  Writes run on a background thread per sink task; at most `max_pending_batches` batches wait
+  for or are in a write, beyond which the bolt stops consuming (back-pressure). Batches that
+  wait while a write runs are committed together by the next write.
+- Columns: the input stream's declared fields (or `fields`, a subset, in that order), then
+  `storm_written_at` (timestamp of the write), `storm_task_id` (the sink task) and
+  `storm_batch_id` (one id per commit; ids sort by commit time).
+- Crash safety: Spark writes a batch into `<path>/_staging/...`, then one rename makes the whole
+  batch visible as `<path>/storm_batch_id=<id>/`: readers never see part of a batch. Staging
+  leftovers of a killed writer are removed by the next sink task that opens the table.
+- Delivery is at-least-once: a tuple whose batch was committed but whose ack was lost (worker
+  killed after the commit, ack timed out) is written again when the spout replays it. With
+  `dedupe_fields` set, rows agreeing on those fields are one record: `read_table(path)` keeps
+  the first committed of them (earliest storm_written_at, then storm_batch_id). The same in
+  Spark SQL, on a table read with `read_table(path, dedupe=False)`::
+
+      SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY <dedupe fields>
+                     ORDER BY storm_written_at, storm_batch_id) AS rn FROM t) WHERE rn = 1
+
+  Choose fields that identify a record in your data (e.g. a message id, or word and count for
+  running counts). Without dedupe_fields, duplicates from replays stay in the table.
+- Types: from `schema` (a Spark DDL string such as "word STRING, count BIGINT") or inferred
+  from the first batch written to the table, then recorded in `<path>/_storm_sink.json` and
+  enforced: a row whose value does not fit its column is not written, its tuple is failed and
+  the error reported (Spark would otherwise store it as null).
+- Spark: one SparkSession per worker process, created on first use from the topology config
+  (`spark.master`, default `local[1]`, and every other `spark.*` key), shared by the sink tasks
+  of the worker and stopped when the last of them cleans up. PySpark is imported only here.
+- The path is a local directory (or file:// URL); the commit is a local rename.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import time
+from typing import Any, Iterable
+
+from executor.components import Bolt
+from executor.sinks import _layout as L
+from executor.sinks._session import sessions, spark_settings, use_session
+from executor.sinks._writer import Batch, BatchWriter, TableWriter, WriteResult
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("parquet", "orc", "json")
+_UNSEEN = object()
+
+__all__ = ["SparkSinkBolt", "SinkWriteError", "read_table", "dedupe_frame", "read_meta", "table_stats", "use_session", "FORMATS"]
+
+
+class SinkWriteError(RuntimeError):
+    """A batch could not be written; its tuples were failed."""
+
+
+def _names(value, what: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError(f"SparkSinkBolt {what} takes a list of field names, not the string {value!r}")
+    names = list(value)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"SparkSinkBolt {what} must be a non-empty list of field names, got {value!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"SparkSinkBolt {what} names a field twice: {names}")
+    return names
+
+
+class SparkSinkBolt(Bolt):
+    """Writes its input tuples to a Spark table in batches; acks them once committed."""
+
+    def __init__(self, path: str | os.PathLike, fields: Iterable[str] | None = None, format: str = "parquet",
+                 batch_size: int = 10_000, flush_interval_secs: float = 1.0,
+                 partition_by: Iterable[str] | None = None, dedupe_fields: Iterable[str] | None = None,
+                 schema: str | None = None, max_pending_batches: int = 4, tick_secs: float | None = None):
+        # Plain data only: the bolt is deep-copied per task; Spark and threads start in prepare().
+        self.path = os.fspath(path)
+        L.table_dir(self.path)  # rejects remote URLs now, not in the worker
+        self.fields = _names(fields, "fields")
+        if format not in FORMATS:
+            raise ValueError(f"SparkSinkBolt format must be one of {FORMATS}, got {format!r}")
+        self.format = format
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"SparkSinkBolt batch_size must be a positive int, got {batch_size!r}")
+        self.batch_size = batch_size
+        if isinstance(flush_interval_secs, bool) or not isinstance(flush_interval_secs, (int, float)) \
+                or flush_interval_secs <= 0:
+            raise ValueError(f"SparkSinkBolt flush_interval_secs must be > 0, got {flush_interval_secs!r}")
+        self.flush_interval_secs = float(flush_interval_secs)
+        self.partition_by = _names(partition_by, "partition_by") or []
+        self.dedupe_fields = _names(dedupe_fields, "dedupe_fields")
+        if schema is not None and (not isinstance(schema, str) or not schema.strip()):
+            raise ValueError(f"SparkSinkBolt schema must be a Spark DDL string, got {schema!r}")
+        self.schema = schema
+        if isinstance(max_pending_batches, bool) or not isinstance(max_pending_batches, int) \
+                or max_pending_batches < 1:
+            raise ValueError(f"SparkSinkBolt max_pending_batches must be a positive int, got {max_pending_batches!r}")
+        self.max_pending_batches = max_pending_batches
+        # Ticks drive time-based flushes and hand back acks while no input arrives.
+        self.tick_secs = float(tick_secs) if tick_secs else min(0.1, self.flush_interval_secs)
+        if self.tick_secs <= 0:
+            raise ValueError(f"SparkSinkBolt tick_secs must be > 0, got {tick_secs!r}")
+        if self.fields is not None:
+            self._check_columns(self.fields)
+
+    def _check_columns(self, columns: list[str]) -> None:
+        clash = [c for c in columns if c in L.AUDIT_COLUMNS]
+        if clash:
+            raise ValueError(f"SparkSinkBolt for {self.path}: fields {clash} clash with the audit columns "
+                             f"{list(L.AUDIT_COLUMNS)}; rename them upstream or select others with fields=")
+        for what, names in (("partition_by", self.partition_by), ("dedupe_fields", self.dedupe_fields or [])):
+            missing = [n for n in names if n not in columns]
+            if missing:
+                raise ValueError(f"SparkSinkBolt for {self.path}: {what} names {missing}, "
+                                 f"which are not among the columns {columns}")
+
+    def get_component_configuration(self) -> dict[str, Any]:
+        return {"topology.tick.tuple.freq.secs": self.tick_secs}
+
+    # ---- lifecycle ----
+    def _input_columns(self, context) -> list[str] | None:
+        """The declared fields of the input streams, when they all agree."""
+        topology = getattr(context, "topology", None)
+        spec = topology.components.get(context.this_component_id) if topology is not None else None
+        if spec is None or not spec.inputs:
+            return None
+        declared = {tuple(topology.stream_fields(s.source, s.stream)) for s in spec.inputs}
+        if len(declared) > 1:
+            raise ValueError(f"SparkSinkBolt {context.this_component_id!r}: its inputs declare different fields "
+                             f"{sorted(declared)}; pass fields=[...] to choose the columns")
+        return list(declared.pop())
+
+    def prepare(self, conf, context, collector) -> None:
+        self._collector = collector
+        self._task = context.this_task_id
+        self._columns = self.fields or self._input_columns(context)
+        if self._columns is None:
+            raise ValueError(f"SparkSinkBolt {context.this_component_id!r} has no input stream; "
+                             f"pass fields=[...]")
+        self._check_columns(self._columns)
+        self._mapping: dict[tuple[str, str], Any] = {}
+        self._rows: list = []
+        self._tuples: list = []
+        self._first_at = 0.0
+        self._in_flight = 0
+        # Stats, written by this task's executor thread only.
+        self.rows_acked = 0
+        self.rows_failed = 0
+        self.batches_committed = 0
+        self.writes_failed = 0
+        self._table = self._table_writer(conf)
+        self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
+                                   lambda rows: self._commit(self._table, rows),
+                                   on_start=self._table.warm_up, on_stop=self._table.close)
+        self._results = self._writer.results
+        self._writer.start()
+
+    def _table_writer(self, conf) -> TableWriter:
+        return TableWriter(L.table_dir(self.path), self._columns, self.format, self.partition_by,
+                           self.dedupe_fields, self.schema, self._task, dict(conf), sessions)
+
+    def cleanup(self) -> None:
+        writer = getattr(self, "_writer", None)
+        if writer is None:
+            return
+        # Wait for a write in progress (so it leaves no staging behind and the session is not
+        # stopped under it); unwritten and unacked tuples are replayed after their timeout.
+        writer.stop()
+
+    # ---- hot path ----
+    def execute(self, tup) -> None:
+        if not self._results.empty():
+            self._drain()
+        if tup.is_tick():
+            if self._rows and time.monotonic() - self._first_at >= self.flush_interval_secs:
+                self._submit("interval")
+            return
+        key = (tup.source_component, tup.source_stream)
+        index = self._mapping.get(key, _UNSEEN)
+        if index is _UNSEEN:
+            index = self._mapping[key] = self._index_for(tup)
+        if index is None:
+            row = tup.values
+        elif index is False:
+            self._reject(tup, f"stream {key[1]!r} of {key[0]!r} declares {tup.fields.to_list() if tup.fields else []}, "
+                              f"which lacks some of the sink's columns {self._columns}")
+            return
+        else:
+            values = tup.values
+            row = [values[i] for i in index]
+        rows = self._rows
+        if not rows:
+            self._first_at = time.monotonic()
+        rows.append(row)
+        self._tuples.append(tup)
+        if len(rows) >= self.batch_size:
+            self._submit("size")
+
+    def _index_for(self, tup):
+        """None when the tuple's values are the row as they are; else the indexes to pick; False
+        when the stream lacks a column."""
+        names = tup.fields.to_list() if tup.fields is not None else []
+        if names == self._columns:
+            return None
+        if not all(c in names for c in self._columns):
+            return False
+        return [names.index(c) for c in self._columns]
+
+    def _reject(self, tup, why: str) -> None:
+        self.rows_failed += 1
+        self._collector.fail(tup)
+        self._collector.report_error(SinkWriteError(f"Spark sink {self.path}: {why}"))
+
+    def _submit(self, reason: str) -> None:
+        batch = Batch(self._rows, self._tuples, reason)
+        self._rows, self._tuples = [], []
+        if self._in_flight >= self.max_pending_batches:
+            self._wait_for_room()
+        self._writer.submit(batch)
+        self._in_flight += 1
+
+    def _wait_for_room(self) -> None:
+        """Block this executor until the writer finishes a write: the back-pressure that bounds the
+        sink's memory. Results are handled meanwhile, as acks must come from this thread."""
+        while self._in_flight >= self.max_pending_batches:
+            try:
+                res = self._results.get(timeout=1.0)
+            except queue.Empty:
+                if not self._writer.is_alive():
+                    raise SinkWriteError(f"Spark sink {self.path}: the writer thread died") from None
+                continue
+            self._resolve(res)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                res = self._results.get_nowait()
+            except queue.Empty:
+                return
+            self._resolve(res)
+
+    def _resolve(self, res: WriteResult) -> None:
+        self._in_flight -= res.batches
+        collector = self._collector
+        if res.error is not None:
+            self.writes_failed += 1
+            self.rows_failed += len(res.tuples)
+            exc = res.error
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            log.warning("Spark sink %s: writing %d rows failed; failing their tuples", self.path,
+                        len(res.tuples), exc_info=exc)
+            for t in res.tuples:
+                collector.fail(t)
+            err = SinkWriteError(f"Spark sink {self.path}: writing {len(res.tuples)} rows failed: "
+                                 f"{type(exc).__name__}: {first}")
+            err.__cause__ = exc
+            collector.report_error(err)
+            return
+        rejected = res.rejected
+        if res.batch_id is not None:
+            self.batches_committed += 1
+        if not rejected:
+            for t in res.tuples:
+                collector.ack(t)
+            self.rows_acked += len(res.tuples)
+            return
+        for i, t in enumerate(res.tuples):
+            if i in rejected:
+                collector.fail(t)
+            else:
+                collector.ack(t)
+        self.rows_failed += len(rejected)
+        self.rows_acked += len(res.tuples) - len(rejected)
+        first = rejected[min(rejected)]
+        collector.report_error(SinkWriteError(
+            f"Spark sink {self.path}: {len(rejected)} rows do not fit the table schema and were failed; "
+            f"first: {first}"))
+
+    def _commit(self, table: TableWriter, rows: list) -> tuple[str | None, dict[int, str]]:
+        """Write one batch (on the writer thread). A seam for tests that instrument commits."""
+        return table.write(rows)
+
+
+# ---- reading ----
+
+def _reader_session():
+    from executor.sinks._session import _build_session, _existing_session
+
+    return _existing_session() or _build_session(spark_settings({}))
+
+
+def table_schema(meta: dict[str, Any]):
+    """The StructType of a table as read: data columns, audit columns, then partition columns."""
+    import json
+
+    from pyspark.sql import types as T
+
+    user = T.StructType.fromJson(json.loads(meta["schema"]))
+    parts = meta.get("partition_by") or []
+    fields = [f for f in user.fields if f.name not in parts]
+    fields += [T.StructField(L.WRITTEN_AT_COLUMN, T.TimestampType(), True),
+               T.StructField(L.TASK_COLUMN, T.IntegerType(), True),
+               T.StructField(L.BATCH_COLUMN, T.StringType(), True)]
+    fields += [user[p] for p in parts]
+    return T.StructType(fields)
+
+
+def dedupe_frame(df, keys: Iterable[str]):
+    """Keep one row per value of `keys`: the first committed (earliest write, then batch id)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy(*keys).orderBy(F.col(L.WRITTEN_AT_COLUMN), F.col(L.BATCH_COLUMN))
+    return df.withColumn("__storm_rn", F.row_number().over(w)).where(F.col("__storm_rn") == 1).drop("__storm_rn")
+
+
+def read_meta(path: str | os.PathLike) -> dict[str, Any]:
+    """The metadata of the sink table at `path`; FileNotFoundError when there is none."""
+    table = L.table_dir(path)
+    meta = L.read_meta(table)
+    if meta is None:
+        raise FileNotFoundError(f"no storm-py sink table at {table} (no {L.META_FILE}; nothing committed yet?)")
+    return meta
+
+
+def read_table(path: str | os.PathLike, dedupe: bool = True, spark=None):
+    """The committed rows of the sink table at `path` as a DataFrame.
+
+    With dedupe (the default) and a table written with dedupe_fields, rows repeated by replays
+    are dropped, keeping the first committed. `spark` defaults to this process's session (one
+    is started with spark.master local[1] if there is none; the caller may stop it).
+    """
+    meta = read_meta(path)
+    table = L.table_dir(path)
+    spark = spark or _reader_session()
+    df = spark.read.format(meta["format"]).schema(table_schema(meta)).load(L.spark_uri(table))
+    keys = meta.get("dedupe_fields")
+    if dedupe and keys:
+        df = dedupe_frame(df, keys)
+    return df
+
+
+def table_stats(path: str | os.PathLike) -> dict[str, Any]:
+    """What is on disk, without Spark: committed batches and staging leftovers."""
+    table = L.table_dir(path)
+    staging = table / L.STAGING_DIR
+    try:
+        staged = sorted(os.listdir(staging))
+    except FileNotFoundError:
+        staged = []
+    return {"batches": L.committed_batches(table), "staging": staged}

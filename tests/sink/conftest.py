@@ -1,0 +1,40 @@
+import threading
+import time
+
+import pytest
+
+_OURS = ("spark-sink-", "executor-", "worker-", "ticks-", "stop-")
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads():
+    """Every sink writer and LocalCluster thread must be gone after each test."""
+    yield
+    deadline = time.monotonic() + 15
+    while True:
+        left = [t.name for t in threading.enumerate() if t.name.startswith(_OURS)]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"threads left behind: {left}")
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for every test of the run (a session costs seconds to start).
+
+    Handed to the sinks with use_session, so that they share it and never stop it.
+    """
+    from pyspark.sql import SparkSession
+
+    from executor.sinks.spark import use_session
+
+    session = (SparkSession.builder.master("local[1]").appName("storm-py-sink-tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.log.level", "ERROR")
+               .getOrCreate())
+    use_session(session)
+    yield session
+    use_session(None)
+    session.stop()
