@@ -82,3 +82,92 @@ def make_backend(request: pytest.FixtureRequest, kind: str):
             client.close()
 
     return factory, close_all
+
+
+class TcpProxy:
+    """A loopback TCP proxy in front of a server, to cut one client off (a network partition)
+    while the server and its other clients carry on. `cut()` closes every proxied connection
+    and refuses new ones; `resume()` accepts again on the same port. One named thread."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        import socket
+
+        self.target = (target_host, target_port)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        import socket
+
+        if self._thread is not None:
+            return
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(16)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(listener,), name="test-tcp-proxy", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(10)
+        assert not self._thread.is_alive(), "proxy thread did not stop"
+        self._thread = None
+
+    cut = stop
+    resume = start
+
+    def _run(self, listener: Any) -> None:
+        import selectors
+        import socket
+
+        sel = selectors.DefaultSelector()
+        sel.register(listener, selectors.EVENT_READ, None)
+        peers: dict[Any, Any] = {}
+
+        def close(sock: Any) -> None:
+            other = peers.pop(sock, None)
+            for s in (sock, other):
+                if s is not None:
+                    peers.pop(s, None)
+                    sel.unregister(s)
+                    s.close()
+
+        try:
+            while not self._stop.is_set():
+                for key, _ in sel.select(timeout=0.05):
+                    sock = key.fileobj
+                    if sock is listener:
+                        client, _ = listener.accept()
+                        try:
+                            upstream = socket.create_connection(self.target, timeout=5)
+                        except OSError:
+                            client.close()
+                            continue
+                        peers[client], peers[upstream] = upstream, client
+                        sel.register(client, selectors.EVENT_READ, None)
+                        sel.register(upstream, selectors.EVENT_READ, None)
+                        continue
+                    if sock not in peers:
+                        continue
+                    try:
+                        data = sock.recv(65536)
+                        if data:
+                            peers[sock].sendall(data)
+                            continue
+                    except OSError:
+                        pass
+                    close(sock)
+        finally:
+            for sock in list(peers):
+                if sock in peers:
+                    close(sock)
+            sel.unregister(listener)
+            listener.close()
+            sel.close()

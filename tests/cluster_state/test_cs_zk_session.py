@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cs_helpers import Recorder
+from cs_helpers import Recorder, TcpProxy
+from kazoo.client import KazooClient
 from zk_fixture import expire_session, wait_until, zk_conf_for
 
 from cluster_state import (
@@ -96,34 +97,55 @@ def test_watches_fire_after_session_expiry(zk_conf, states):
     wait_until(lambda: children_calls.count == 1, 10, "the assignments callback armed before the expiry")
 
 
-def test_change_while_disconnected_is_delivered_on_reconnect(zk_server_factory, states):
-    server = zk_server_factory()
-    conf = zk_conf_for(server, "/storm")
-    # The watcher reconnects slowly (5 s back-off, +-40 % jitter) so the change below is
-    # certainly made while it is away; the writer reconnects fast.
-    slow = zk_conf_for(server, "/storm", **{"storm.zookeeper.retry.interval": 5000,
-                                             "storm.zookeeper.retry.intervalceiling.millis": 5000})
-    watcher, writer = ZkClusterState(slow), states(conf)
+@pytest.mark.parametrize("expire", [False, True], ids=["same-session", "session-expired-meanwhile"])
+def test_changes_while_cut_off_are_delivered_on_reconnect(zk_conf, states, expire):
+    """kazoo forgets its watches when the connection drops; re-arming must find what changed."""
+    server_host, server_port = zk_conf["storm.zookeeper.servers"][0], zk_conf["storm.zookeeper.port"]
+    proxy = TcpProxy(server_host, server_port)
+    proxy.start()
+    watcher = None
     try:
+        watcher = ZkClusterState(dict(zk_conf, **{"storm.zookeeper.port": proxy.port}))
+        writer = states(zk_conf)
         rec = Recorder()
         watcher.register(rec)
         writer.set_assignment("wc-1", assignment(6700))
+        writer.set_assignment("gone", assignment(6700))
         assert watcher.get_data("/assignments/wc-1", watch=True) is not None
-        assert watcher.get_children("/assignments", watch=True) == ["wc-1"]
+        assert watcher.get_data("/assignments/gone", watch=True) is not None
         assert watcher.get_data("/assignments/wc-2", watch=True) is None
-        server.stop()
+        assert watcher.get_children("/assignments", watch=True) == ["gone", "wc-1"]
+        assert watcher.get_data("/assignments/same", watch=True) is None
+
+        old_session, password = watcher.kazoo_client.client_id
+        proxy.cut()
         wait_until(lambda: watcher.connection_state != ConnectionState.CONNECTED, 10, "the watcher to notice")
-        server.restart()
-        wait_until(lambda: writer.connection_state == ConnectionState.CONNECTED, 20, "the writer to reconnect")
+        if expire:
+            # Join the cut-off client's session directly and close it: the server expires it.
+            intruder = KazooClient(hosts=f"{server_host}:{server_port}{watcher.settings.root}",
+                                   client_id=(old_session, password))
+            intruder.start(timeout=10)
+            intruder.stop()
+            intruder.close()
         writer.set_assignment("wc-1", assignment(6701))
         writer.set_assignment("wc-2", assignment(6700))
-        assert watcher.connection_state != ConnectionState.CONNECTED, "watcher reconnected too early for this test"
-        # kazoo forgot every watch when the connection dropped; re-arming finds the changes.
-        rec.wait_for(EventType.CHANGED, "/assignments/wc-1", timeout=20)
-        rec.wait_for(EventType.CREATED, "/assignments/wc-2", timeout=20)
-        rec.wait_for(EventType.CHILD, "/assignments", timeout=20)
+        writer.remove_storm("gone")
+        assert watcher.connection_state != ConnectionState.CONNECTED  # the changes happened while cut off
+        proxy.resume()
+
+        rec.wait_for(EventType.CHANGED, "/assignments/wc-1")
+        rec.wait_for(EventType.CREATED, "/assignments/wc-2")
+        rec.wait_for(EventType.DELETED, "/assignments/gone")
+        rec.wait_for(EventType.CHILD, "/assignments")
+        assert (watcher.session_id != old_session) == expire
+        # The unchanged path got no event but is watched again: a later write fires it.
+        writer.set_assignment("same", assignment(6700))
+        rec.wait_for(EventType.CREATED, "/assignments/same")
+        assert rec.for_path("/assignments/same") == [EventType.CREATED]
     finally:
-        watcher.close()
+        if watcher is not None:
+            watcher.close()
+        proxy.stop()
 
 
 def test_zookeeper_restart_clients_reconnect_and_watches_keep_firing(zk_server_factory, states):
