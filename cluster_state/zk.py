@@ -3,10 +3,11 @@
 Threads: kazoo's connection and callback threads only ever enqueue onto this client's event
 thread (EventDispatcher); watch callbacks, session recovery and synthetic events run there.
 
-Connection loss. Every operation waits at most `storm.zookeeper.connection.timeout` for a
-connection and for its reply, and is retried `storm.zookeeper.retry.times` times with
-exponential back-off from `.retry.interval` up to `.retry.intervalceiling.millis`; then it
-raises ClusterStateUnavailableError. kazoo drops all its watches whenever the connection
+Connection loss. A failed attempt (connection lost, no reply) is retried up to
+`storm.zookeeper.retry.times` times with exponential back-off from `.retry.interval` up to
+`.retry.intervalceiling.millis`; while there is no connection an operation waits for one,
+but never longer than `storm.zookeeper.connection.timeout` in all. Then it raises
+ClusterStateUnavailableError, so no caller hangs on a dead server. kazoo drops all its watches whenever the connection
 drops (it does not re-send them), and after a session expiry the server has removed our
 ephemeral nodes. So on every (re)connection this client, on its event thread:
   1. re-creates the ephemeral nodes it owns that are missing or owned by another session;
@@ -178,11 +179,13 @@ class ZkClusterState:
         """Run one async kazoo call with a bounded wait, retrying retryable failures."""
         s = self.settings
         timeout = s.connection_timeout_secs
+        deadline = time.monotonic() + timeout
 
         def attempt() -> Any:
             if self._closed:
                 raise kz.ConnectionClosedError("cluster state is closed")
-            if client is self._client and not self._connected.wait(timeout):
+            # kazoo would queue the request until a connection comes back, however long that takes.
+            if client is self._client and not self._connected.wait(max(0.0, deadline - time.monotonic())):
                 raise kz.ConnectionLoss("not connected")
             try:
                 return start().get(timeout=timeout)
@@ -191,7 +194,8 @@ class ZkClusterState:
 
         # retry.times counts retries, KazooRetry counts attempts. Back-off sleeps end early on close().
         retry = KazooRetry(max_tries=s.retry_times + 1, delay=s.retry_interval_secs, backoff=2,
-                           max_delay=s.retry_ceiling_secs, ignore_expire=True, interrupt=lambda: self._closed)
+                           max_delay=s.retry_ceiling_secs, ignore_expire=True, deadline=timeout,
+                           interrupt=lambda: self._closed)
         return retry(attempt)
 
     @contextmanager
