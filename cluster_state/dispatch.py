@@ -42,9 +42,6 @@ class EventDispatcher:
         if not self._stopped:
             self._queue.put((fn, args))
 
-    def on_dispatch_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
     def stop(self, timeout: float = 10.0) -> None:
         """Idempotent. Work queued before stop still runs; later submissions are dropped."""
         with self._lock:
@@ -71,10 +68,9 @@ class EventDispatcher:
 
 
 class CallbackHub:
-    """Registered (event type, path) callbacks, run on an EventDispatcher."""
+    """Registered (event type, path) callbacks; `deliver` runs on the client's EventDispatcher."""
 
-    def __init__(self, dispatcher: EventDispatcher) -> None:
-        self._dispatcher = dispatcher
+    def __init__(self) -> None:
         self._callbacks: dict[str, WatchCallback] = {}
         self._lock = threading.Lock()
 
@@ -89,9 +85,6 @@ class CallbackHub:
     def unregister(self, callback_id: str) -> None:
         with self._lock:
             self._callbacks.pop(callback_id, None)
-
-    def fire(self, event_type: EventType, path: str) -> None:
-        self._dispatcher.submit(self.deliver, event_type, path)
 
     def deliver(self, event_type: EventType, path: str) -> None:
         """Run the callbacks now (call on the dispatcher thread)."""

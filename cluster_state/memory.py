@@ -149,7 +149,7 @@ class InMemoryClusterState:
         self._closed = False
         self._close_lock = threading.Lock()
         self._dispatcher = EventDispatcher(name or f"cluster-state-mem-{self.client_id}")
-        self._hub = CallbackHub(self._dispatcher)
+        self._hub = CallbackHub()
         self._dispatcher.start()
         self._mkdirs_abs(self._root)
 
@@ -167,8 +167,13 @@ class InMemoryClusterState:
         return path[len(self._root):] or "/"
 
     def _watch_fired(self, event: EventType, abs_path: str) -> None:
+        # Called by the store under its lock: only enqueue.
         if abs_path == self._root or abs_path.startswith(self._root.rstrip("/") + "/"):
-            self._hub.fire(event, self._rel(abs_path))
+            self._dispatcher.submit(self._deliver, event, self._rel(abs_path))
+
+    def _deliver(self, event: EventType, path: str) -> None:
+        if not self._closed:  # like a closed ZooKeeper client: nothing after close()
+            self._hub.deliver(event, path)
 
     # -- ClusterState ------------------------------------------------------------------------
 

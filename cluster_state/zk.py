@@ -88,7 +88,7 @@ class ZkClusterState:
         self._closed = False
         self._client: KazooClient | None = None
         self._dispatcher = EventDispatcher(f"{name}-events")
-        self._hub = CallbackHub(self._dispatcher)
+        self._hub = CallbackHub()
 
         self._ensure_root()
         chroot = "" if self.settings.root == "/" else self.settings.root
