@@ -60,6 +60,13 @@ def spark_uri(path: Path) -> str:
     return "file://" + str(path)
 
 
+def format_options(fmt: str) -> dict[str, str]:
+    """Writer and reader options of a table format."""
+    if fmt == "json":  # the default keeps milliseconds only
+        return {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
+    return {}
+
+
 def batch_dir_name(batch_id: str) -> str:
     return f"{BATCH_COLUMN}={batch_id}"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from executor.sinks import _layout as L
-from executor.sinks._schema import conform, infer_schema
+from executor.sinks._schema import conform, encode_rows, infer_schema, json_columns, json_query
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,7 @@ class TableWriter:
         self._spark = None
         self._opened = False
         self._schema_checked = False
+        self._json_columns: str | None = None
 
     # ---- lifecycle (on the writer thread) ----
     def open(self) -> None:
@@ -224,13 +225,12 @@ class TableWriter:
         if wanted is not None and self.schema.simpleString() != wanted.simpleString():
             raise L.SinkTableError(f"sink table {self.table} has schema {self.schema.simpleString()}, "
                                    f"not {wanted.simpleString()}")
+        self._json_columns = json_columns(self.schema)
         self._schema_checked = True
 
     # ---- the write ----
     def write(self, rows: list) -> tuple[str | None, dict[int, str]]:
         """Stage, then commit, one batch; return its id and the rows rejected for their types."""
-        from pyspark.sql import functions as F
-
         self.open()
         spark = self.session()
         self._ensure_schema(spark, rows)
@@ -239,19 +239,27 @@ class TableWriter:
             return None, rejected
         batch_id = self.ids.next()
         written_at = datetime.datetime.now(datetime.timezone.utc)
-        df = (spark.createDataFrame(good, self.schema, verifySchema=False)
-              .withColumn(L.WRITTEN_AT_COLUMN, F.lit(written_at).cast("timestamp"))
-              .withColumn(L.TASK_COLUMN, F.lit(self.task_id).cast("int")))
-        # One file per batch (per partition value): batches are small, many tiny files are not.
-        writer = df.coalesce(1).write.format(self.format).mode("errorifexists")
-        if self.partition_by:
-            writer = writer.partitionBy(*self.partition_by)
+        audit = [f"TIMESTAMP'{written_at.strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00' AS {L.WRITTEN_AT_COLUMN}",
+                 f"CAST({int(self.task_id)} AS INT) AS {L.TASK_COLUMN}"]
         staged = self.staging.batch_dir(batch_id)
+        source = staged.with_name(batch_id + ".json")
         try:
+            # One file per batch (per partition value): batches are small, many tiny files are not.
+            if self._json_columns is not None:
+                source.write_text(encode_rows(good), encoding="ascii")
+                df = spark.sql(json_query(self._json_columns, L.spark_uri(source), audit))  # coalesces
+            else:
+                df = spark.createDataFrame(good, self.schema, verifySchema=False).selectExpr("*", *audit)
+                df = df.coalesce(1)
+            writer = df.write.format(self.format).mode("errorifexists").options(**L.format_options(self.format))
+            if self.partition_by:
+                writer = writer.partitionBy(*self.partition_by)
             writer.save(L.spark_uri(staged))
             L.commit_batch(staged, self.table, batch_id)
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
             raise
+        finally:
+            source.unlink(missing_ok=True)
         log.debug("Spark sink %s: committed batch %s (%d rows)", self.table, batch_id, len(good))
         return batch_id, rejected

@@ -166,6 +166,7 @@ class SparkSinkBolt(Bolt):
         self.rows_failed = 0
         self.batches_committed = 0
         self.writes_failed = 0
+        self.blocked_secs = 0.0  # time this executor waited for the writer: the sink's back-pressure
         self._table = self._table_writer(conf)
         self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
                                    lambda rows: self._commit(self._table, rows),
@@ -240,6 +241,7 @@ class SparkSinkBolt(Bolt):
     def _wait_for_room(self) -> None:
         """Block this executor until the writer finishes a write: the back-pressure that bounds the
         sink's memory. Results are handled meanwhile, as acks must come from this thread."""
+        t0 = time.monotonic()
         while self._in_flight >= self.max_pending_batches:
             try:
                 res = self._results.get(timeout=1.0)
@@ -248,6 +250,7 @@ class SparkSinkBolt(Bolt):
                     raise SinkWriteError(f"Spark sink {self.path}: the writer thread died") from None
                 continue
             self._resolve(res)
+        self.blocked_secs += time.monotonic() - t0
 
     def _drain(self) -> None:
         while True:
@@ -351,7 +354,8 @@ def read_table(path: str | os.PathLike, dedupe: bool = True, spark=None):
     meta = read_meta(path)
     table = L.table_dir(path)
     spark = spark or _reader_session()
-    df = spark.read.format(meta["format"]).schema(table_schema(meta)).load(L.spark_uri(table))
+    reader = spark.read.format(meta["format"]).options(**L.format_options(meta["format"]))
+    df = reader.schema(table_schema(meta)).load(L.spark_uri(table))
     keys = meta.get("dedupe_fields")
     if dedupe and keys:
         df = dedupe_frame(df, keys)

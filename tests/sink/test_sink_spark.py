@@ -6,6 +6,7 @@ import os
 import random
 import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -195,3 +196,57 @@ def test_a_table_of_another_layout_fails_the_writes_with_a_clear_error(spark, tm
         poll(lambda: feeder2.failed == [2], timeout=90, message="the write to fail")
         errors = cluster.errors("b")
     assert any(SinkWriteError.__name__ in e.error and "another layout" in e.error for e in errors)
+
+
+_DDL = ("f DOUBLE, i BIGINT, b BOOLEAN, s STRING, bin BINARY, arr ARRAY<DOUBLE>, "
+        "m MAP<STRING,ARRAY<BIGINT>>, ts TIMESTAMP, d DATE, dec DECIMAL(10,2)")
+
+
+@pytest.mark.parametrize("fmt,fallback", [("parquet", False), ("parquet", True), ("orc", False), ("json", False)])
+def test_values_of_every_type_round_trip(spark, tmp_path, fmt, fallback):
+    import datetime
+    import decimal
+    import math
+
+    from executor.sinks._session import sessions
+    from executor.sinks._writer import TableWriter
+
+    utc = datetime.timezone.utc
+    rows = [
+        [float("nan"), 2 ** 62, True, 'é"\n\u2603', b"\x00\xff", [1.5, 2], {"k": [1, None]},
+         datetime.datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=utc), datetime.date(2026, 2, 3),
+         decimal.Decimal("1.25")],
+        [float("-inf"), -5, False, "", b"", [], {}, datetime.datetime(2026, 3, 4, 5, 6, 7), None, None],
+        [None] * 10,
+    ]
+    ddl = _DDL
+    columns = ["f", "i", "b", "s", "bin", "arr", "m", "ts", "d", "dec"]
+    if fallback:  # a map with bigint keys cannot travel as JSON: createDataFrame writes it
+        rows[0][5] = [1.5, 2.0]  # there nested values must have their exact types (2 would be null)
+        ddl += ", mk MAP<BIGINT,STRING>"
+        columns.append("mk")
+        for r, v in zip(rows, [{1: "a"}, {}, None]):
+            r.append(v)
+    path = tmp_path / "t"
+    tw = TableWriter(path, columns, fmt, [], None, ddl, 5, {}, sessions)
+    try:
+        batch_id, rejected = tw.write([list(r) for r in rows])
+        assert (tw._json_columns is None) == fallback
+    finally:
+        tw.close()
+    assert rejected == {} and L.committed_batches(path) == [batch_id]
+    got = {r["i"]: r for r in read_table(str(path), spark=spark).collect()}
+    first, second, empty = got[2 ** 62], got[-5], got[None]
+    assert math.isnan(first["f"]) and second["f"] == float("-inf")
+    assert (first["b"], first["s"], first["bin"], first["arr"], first["m"]) == \
+        (True, 'é"\n\u2603', b"\x00\xff", [1.5, 2.0], {"k": [1, None]})
+    assert (second["b"], second["s"], second["bin"], second["arr"], second["m"]) == (False, "", b"", [], {})
+    assert first["ts"].timestamp() == rows[0][7].timestamp()
+    assert second["ts"].timestamp() == rows[1][7].timestamp()  # naive means local time, as in PySpark
+    assert (first["d"], first["dec"]) == (datetime.date(2026, 2, 3), decimal.Decimal("1.25"))
+    assert all(empty[c] is None for c in columns)
+    assert first[L.BATCH_COLUMN] == batch_id and first[L.TASK_COLUMN] == 5
+    written = first[L.WRITTEN_AT_COLUMN].timestamp()
+    assert abs(written - time.time()) < 600
+    if fallback:
+        assert first["mk"] == {1: "a"}

@@ -1,0 +1,242 @@
+"""Spark sink benchmark: rows/s through SparkSinkBolt and the complete latency it adds.
+Prints one JSON line per run.
+
+Each scenario runs in its own subprocess (its own JVM), one worker, Spark master local[1]:
+  sink_b<B>       spout -> SparkSinkBolt(batch_size=B), as fast as it goes       (acked rows/s)
+  rate_b<B>       the same with the spout offering --rate rows/s                 (complete latency)
+  rate_null       spout -> a bolt that acks at once, offering --rate rows/s      (baseline latency)
+  wc_null         word count (spout -> split -> count) -> a bolt that acks at once
+  wc_sink         word count -> SparkSinkBolt with its default batch settings, as in
+                  examples/word_count_spark                                        (acked sentences/s)
+The saturated runs set topology.max.spout.pending to (max_pending_batches + 1) * B, what the
+sink can hold, so that batches fill. Measuring starts once the first batch is committed (Spark
+is started and warm) plus --warmup seconds. Complete latency is sampled at the spout, emit to
+ack; "added" latency is rate_b<B> minus rate_null.
+
+usage: python bench/spark_sink.py [--seconds 10] [--warmup 3] [--rate 2000] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from executor.api import BasicBolt, Bolt, Spout, TopologyBuilder  # noqa: E402
+
+WORDS = ["the", "cow", "jumped", "over", "moon", "apple", "day", "keeps", "doctor", "away"]
+SENTENCES = [
+    "the cow jumped over the moon",
+    "an apple a day keeps the doctor away",
+    "four score and seven years ago",
+    "snow white and the seven dwarfs",
+    "i am at two with nature",
+]  # the word_count example's sentences
+
+
+class BenchSpout(Spout):
+    def __init__(self, kind, rate=None, sample_every=20):
+        self.kind = kind  # "rows" (word, n) or "sentences"
+        self.rate = rate
+        self.sample_every = sample_every
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word", "n"] if self.kind == "rows" else ["sentence"])
+
+    def open(self, conf, context, collector):
+        self.c = collector
+        self.n = 0
+        self.acks = 0
+        self.fails = 0
+        self.started = {}
+        self.lat = []
+        self.t0 = time.monotonic()
+
+    def next_tuple(self):
+        if self.rate is not None and self.n >= (time.monotonic() - self.t0) * self.rate:
+            return
+        n = self.n
+        self.n = n + 1
+        if self.kind == "rows":
+            values = [WORDS[n % 10], n]
+        else:
+            values = [SENTENCES[n % 5]]
+        if n % self.sample_every == 0:
+            self.started[n] = time.monotonic()
+        self.c.emit(values, msg_id=n)
+
+    def ack(self, msg_id):
+        self.acks += 1
+        t = self.started.pop(msg_id, None)
+        if t is not None:
+            self.lat.append(time.monotonic() - t)
+
+    def fail(self, msg_id):
+        self.fails += 1
+        self.started.pop(msg_id, None)
+
+
+class AckBolt(Bolt):
+    def prepare(self, conf, context, collector):
+        self.c = collector
+
+    def execute(self, tup):
+        self.c.ack(tup)
+
+
+class Split(BasicBolt):
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word"])
+
+    def execute(self, tup, collector):
+        for w in tup.values[0].split():
+            collector.emit([w])
+
+
+class Count(BasicBolt):
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word", "count"])
+
+    def prepare(self, conf, context):
+        self.counts = {}
+
+    def execute(self, tup, collector):
+        w = tup.values[0]
+        c = self.counts.get(w, 0) + 1
+        self.counts[w] = c
+        collector.emit([w, c])
+
+
+def scenarios() -> dict[str, dict]:
+    out = {}
+    for b in (1_000, 10_000, 100_000):
+        out[f"sink_b{b}"] = dict(kind="rows", sink=dict(batch_size=b), pending=5 * b)
+        out[f"rate_b{b}"] = dict(kind="rows", sink=dict(batch_size=b), pending=5 * b, rate=True)
+    out["rate_null"] = dict(kind="rows", sink=None, pending=50_000, rate=True)
+    # The word count example's settings (examples/word_count_spark/topology.py).
+    out["wc_null"] = dict(kind="wc", sink=None, pending=10_000)
+    out["wc_sink"] = dict(kind="wc", sink={}, pending=10_000)
+    return out
+
+
+SCENARIOS = scenarios()
+
+
+def _find(cluster, name, component):
+    for w in cluster.workers(name):
+        for ex in w.executors:
+            if ex.component_id == component:
+                return ex
+    raise KeyError(component)
+
+
+def run_one(name: str, seconds: float, warmup: float, rate: float) -> dict:
+    from daemons.local import LocalCluster
+    from executor.sinks.spark import SparkSinkBolt
+
+    sc = SCENARIOS[name]
+    table = tempfile.mkdtemp(prefix="spark-sink-bench-")
+    b = TopologyBuilder()
+    b.set_spout("spout", BenchSpout(sc["kind"], rate=rate if sc.get("rate") else None))
+    last = "spout"
+    if sc["kind"] == "wc":
+        b.set_bolt("split", Split(), 2).shuffle_grouping("spout")
+        b.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
+        last = "count"
+    if sc["sink"] is None:
+        b.set_bolt("store", AckBolt()).shuffle_grouping(last)
+    else:
+        b.set_bolt("store", SparkSinkBolt(os.path.join(table, "t"), **sc["sink"])).shuffle_grouping(last)
+    conf = {"topology.workers": 1, "topology.max.spout.pending": sc["pending"],
+            "topology.message.timeout.secs": 120, "spark.master": "local[1]"}
+    try:
+        with LocalCluster() as cluster:
+            t_start = time.monotonic()
+            cluster.submit_topology("bench", conf, b.create_topology())
+            spout_ex = _find(cluster, "bench", "spout")
+            store_ex = _find(cluster, "bench", "store")
+            spout = spout_ex.w.objs[spout_ex.task_ids[0]]
+            store = store_ex.w.objs[store_ex.task_ids[0]]
+            deadline = time.monotonic() + 180
+            while getattr(spout, "acks", 0) == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            first_ack_secs = time.monotonic() - t_start
+            time.sleep(warmup)
+            spout.lat.clear()
+            a0, r0, cpu0, t0 = spout.acks, getattr(store, "rows_acked", 0), time.process_time(), time.monotonic()
+            b0 = getattr(store, "blocked_secs", 0.0)
+            time.sleep(seconds)
+            a1, r1, cpu1, t1 = spout.acks, getattr(store, "rows_acked", 0), time.process_time(), time.monotonic()
+            b1 = getattr(store, "blocked_secs", 0.0)
+            lat = sorted(spout.lat)
+            writes = list(store._writer.write_seconds) if hasattr(store, "_writer") else []
+            committed = getattr(store, "batches_committed", None)
+            failed = spout.fails
+            died = cluster.died("bench")
+    finally:
+        shutil.rmtree(table, ignore_errors=True)
+
+    def pct(values, p):
+        return round(values[min(len(values) - 1, int(p * len(values)))] * 1e3, 1) if values else None
+
+    writes.sort()
+    unit = "sentences" if sc["kind"] == "wc" else "rows"
+    return {
+        "bench": "spark_sink", "scenario": name, "unit": f"acked {unit}/s",
+        "rate": round((a1 - a0) / (t1 - t0)),
+        "sink_rows_per_sec": round((r1 - r0) / (t1 - t0)) if sc["sink"] is not None else None,
+        "complete_latency_ms_p50": pct(lat, 0.50), "complete_latency_ms_p99": pct(lat, 0.99),
+        "latency_samples": len(lat), "write_secs_p50": pct(writes, 0.5) and pct(writes, 0.5) / 1e3,
+        "write_secs_max": round(writes[-1], 3) if writes else None,
+        "batches_committed": committed, "sink_blocked_fraction": round((b1 - b0) / (t1 - t0), 3),
+        "first_ack_secs": round(first_ack_secs, 1), "failed": failed, "died": [str(d) for d in died],
+        "python_cpu_secs_per_sec": round((cpu1 - cpu0) / (t1 - t0), 2),
+        "peak_rss_mb_python": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "seconds": seconds, "offered_rate": rate if sc.get("rate") else None,
+        "settings": {"topology.max.spout.pending": sc["pending"], "sink": sc["sink"], "spark.master": "local[1]"},
+        "python": platform.python_version(), "pyspark": _pyspark_version(), "cpus": os.cpu_count(),
+    }
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--rate", type=float, default=2000.0, help="offered rows/s of the rate_* scenarios")
+    ap.add_argument("--wc-pending", type=int, default=None, help="max spout pending of the wc_* scenarios")
+    ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.wc_pending:
+        for name in ("wc_null", "wc_sink"):
+            SCENARIOS[name]["pending"] = args.wc_pending
+    if args.child:
+        print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.rate)), flush=True)
+        return
+    for name in args.only or list(SCENARIOS):
+        extra = ["--wc-pending", str(args.wc_pending)] if args.wc_pending else []
+        out = subprocess.run([sys.executable, __file__, "--child", name, "--seconds", str(args.seconds),
+                              "--warmup", str(args.warmup), "--rate", str(args.rate), *extra],
+                             capture_output=True, text=True, timeout=900)
+        line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else json.dumps(
+            {"bench": "spark_sink", "scenario": name, "error": out.stderr[-2000:]})
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
