@@ -25,10 +25,9 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 import uuid
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -48,25 +47,13 @@ __all__ = [
     "zk_server_factory",
 ]
 
+from testutil import wait_until  # noqa: E402  (re-exported for the cluster-state tests)
+
 SUPER_PASSWORD = "storm-py-test-super"
 # Threads of session-scoped fixtures, which thread_leak_check must not count.
 _SESSION_THREADS: set[threading.Thread] = set()
 # Session timeout of test clients; the servers' tickTime (500 ms) allows up to 10 s.
 TEST_SESSION_TIMEOUT_MS = 10000
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, message: Any = "condition",
-               interval: float = 0.01) -> Any:
-    """Poll `predicate` until it returns something truthy (returned) or fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            text = message() if callable(message) else message
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {text}")
-        time.sleep(interval)  # poll interval, bounded by the deadline above
 
 
 def _start_server(base_dir: Any, **kwargs: Any) -> ZooKeeperServer:

@@ -6,19 +6,9 @@ import threading
 import time
 from collections import deque
 
+from testutil import wait_until as poll  # noqa: F401  (re-exported for the tests)
+
 from executor.api import Bolt, Spout
-
-
-def poll(predicate, timeout: float = 10.0, interval: float = 0.01, message: str = "condition"):
-    """Wait until predicate() is truthy; fail with `message` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 class Shared:
