@@ -139,7 +139,7 @@ def _find(cluster, name, component):
     raise KeyError(component)
 
 
-def run_one(name: str, seconds: float, warmup: float, rate: float) -> dict:
+def run_one(name: str, seconds: float, warmup: float, rate: float, extra_conf: dict | None = None) -> dict:
     from daemons.local import LocalCluster
     from executor.sinks.spark import SparkSinkBolt
 
@@ -155,31 +155,40 @@ def run_one(name: str, seconds: float, warmup: float, rate: float) -> dict:
     if sc["sink"] is None:
         b.set_bolt("store", AckBolt()).shuffle_grouping(last)
     else:
-        b.set_bolt("store", SparkSinkBolt(os.path.join(table, "t"), **sc["sink"])).shuffle_grouping(last)
+        b.set_bolt("store", SparkSinkBolt(os.path.join(table, "t"), **sc["sink"]),
+                   sc.get("store_tasks", 1)).shuffle_grouping(last)
     conf = {"topology.workers": 1, "topology.max.spout.pending": sc["pending"],
-            "topology.message.timeout.secs": 120, "spark.master": "local[1]"}
+            "topology.message.timeout.secs": 120, "spark.master": "local[1]", **(extra_conf or {})}
     try:
         with LocalCluster() as cluster:
             t_start = time.monotonic()
             cluster.submit_topology("bench", conf, b.create_topology())
             spout_ex = _find(cluster, "bench", "spout")
-            store_ex = _find(cluster, "bench", "store")
             spout = spout_ex.w.objs[spout_ex.task_ids[0]]
-            store = store_ex.w.objs[store_ex.task_ids[0]]
+            stores = [ex.w.objs[t] for w in cluster.workers("bench") for ex in w.executors
+                      if ex.component_id == "store" for t in ex.task_ids]
+            store = stores[0]
             deadline = time.monotonic() + 180
             while getattr(spout, "acks", 0) == 0 and time.monotonic() < deadline:
                 time.sleep(0.05)
             first_ack_secs = time.monotonic() - t_start
             time.sleep(warmup)
             spout.lat.clear()
-            a0, r0, cpu0, t0 = spout.acks, getattr(store, "rows_acked", 0), time.process_time(), time.monotonic()
-            b0 = getattr(store, "blocked_secs", 0.0)
+            a0, r0, cpu0, t0 = spout.acks, _sum(stores, "rows_acked"), time.process_time(), time.monotonic()
+            b0 = _sum(stores, "blocked_secs")
+            writer = getattr(store, "_writer", None)
+            w0 = _writer_totals(stores)
+            ph0 = _phases(stores)
+            jvm0 = _children_cpu()
             time.sleep(seconds)
-            a1, r1, cpu1, t1 = spout.acks, getattr(store, "rows_acked", 0), time.process_time(), time.monotonic()
-            b1 = getattr(store, "blocked_secs", 0.0)
+            jvm1 = _children_cpu()
+            w1 = _writer_totals(stores)
+            ph1 = _phases(stores)
+            a1, r1, cpu1, t1 = spout.acks, _sum(stores, "rows_acked"), time.process_time(), time.monotonic()
+            b1 = _sum(stores, "blocked_secs")
             lat = sorted(spout.lat)
-            writes = list(store._writer.write_seconds) if hasattr(store, "_writer") else []
-            committed = getattr(store, "batches_committed", None)
+            writes = [x for s in stores if hasattr(s, "_writer") for x in s._writer.write_seconds]
+            committed = _sum(stores, "batches_committed") if writer else None
             failed = spout.fails
             died = cluster.died("bench")
     finally:
@@ -198,13 +207,52 @@ def run_one(name: str, seconds: float, warmup: float, rate: float) -> dict:
         "latency_samples": len(lat), "write_secs_p50": pct(writes, 0.5) and pct(writes, 0.5) / 1e3,
         "write_secs_max": round(writes[-1], 3) if writes else None,
         "batches_committed": committed, "sink_blocked_fraction": round((b1 - b0) / (t1 - t0), 3),
+        "writer_busy_fraction": round((w1[0] - w0[0]) / (t1 - t0), 3),
+        "rows_per_write": round((w1[1] - w0[1]) / max(1, w1[2] - w0[2])) if writer else None,
+        "write_phase_ms": {k: round((v - ph0.get(k, 0.0)) / max(1, w1[2] - w0[2]) * 1e3, 1)
+                           for k, v in ph1.items()},
         "first_ack_secs": round(first_ack_secs, 1), "failed": failed, "died": [str(d) for d in died],
         "python_cpu_secs_per_sec": round((cpu1 - cpu0) / (t1 - t0), 2),
+        "jvm_cpu_secs_per_sec": round((jvm1 - jvm0) / (t1 - t0), 2),
         "peak_rss_mb_python": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "seconds": seconds, "offered_rate": rate if sc.get("rate") else None,
-        "settings": {"topology.max.spout.pending": sc["pending"], "sink": sc["sink"], "spark.master": "local[1]"},
+        "settings": {"topology.max.spout.pending": sc["pending"], "sink": sc["sink"], "spark.master": "local[1]",
+                     "sink_tasks": len(stores), **(extra_conf or {})},
         "python": platform.python_version(), "pyspark": _pyspark_version(), "cpus": os.cpu_count(),
     }
+
+
+def _sum(objs, attr: str):
+    return sum(getattr(o, attr, 0) for o in objs)
+
+
+def _writer_totals(stores) -> tuple[float, int, int]:
+    """(seconds spent writing, rows written, writes) over the sink tasks' writer threads."""
+    ws = [s._writer for s in stores if hasattr(s, "_writer")]
+    return (sum(w.busy_secs for w in ws), sum(w.rows_written for w in ws),
+            sum(len(w.write_seconds) for w in ws))
+
+
+def _phases(stores) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for s in stores:
+        for k, v in getattr(getattr(s, "_table", None), "phase_secs", {}).items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def _children_cpu() -> float:
+    """CPU seconds used so far by this process's children (the Spark JVM)."""
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
 
 
 def _pyspark_version() -> str:
@@ -219,17 +267,29 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--rate", type=float, default=2000.0, help="offered rows/s of the rate_* scenarios")
     ap.add_argument("--wc-pending", type=int, default=None, help="max spout pending of the wc_* scenarios")
+    ap.add_argument("--sink", default=None, help="JSON of SparkSinkBolt options for the wc_sink scenario")
+    ap.add_argument("--store-tasks", type=int, default=None, help="sink tasks of the wc_sink scenario")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra spark.* setting for the topology config (repeatable)")
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.wc_pending:
         for name in ("wc_null", "wc_sink"):
             SCENARIOS[name]["pending"] = args.wc_pending
+    if args.sink:
+        SCENARIOS["wc_sink"]["sink"] = json.loads(args.sink)
+    if args.store_tasks:
+        SCENARIOS["wc_sink"]["store_tasks"] = args.store_tasks
     if args.child:
-        print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.rate)), flush=True)
+        extra_conf = dict(kv.split("=", 1) for kv in args.spark_conf)
+        print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.rate, extra_conf)), flush=True)
         return
     for name in args.only or list(SCENARIOS):
         extra = ["--wc-pending", str(args.wc_pending)] if args.wc_pending else []
+        extra += ["--sink", args.sink] if args.sink else []
+        extra += ["--store-tasks", str(args.store_tasks)] if args.store_tasks else []
+        extra += [a for kv in args.spark_conf for a in ("--spark-conf", kv)]
         out = subprocess.run([sys.executable, __file__, "--child", name, "--seconds", str(args.seconds),
                               "--warmup", str(args.warmup), "--rate", str(args.rate), *extra],
                              capture_output=True, text=True, timeout=900)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from executor.sinks import _layout as L
-from executor.sinks._schema import conform, encode_rows, infer_schema, json_columns, json_query
+from executor.sinks._schema import conform, encode_batch, infer_schema, json_columns, json_query
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,8 @@ class BatchWriter:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.write_seconds: deque[float] = deque(maxlen=1000)
+        self.busy_secs = 0.0  # total time spent writing (read by benchmarks; written by this thread)
+        self.rows_written = 0
 
     def start(self) -> None:
         with self._cv:
@@ -137,6 +139,8 @@ class BatchWriter:
             res.error = exc
         res.seconds = time.monotonic() - t0
         self.write_seconds.append(res.seconds)
+        self.busy_secs += res.seconds
+        self.rows_written += len(rows)
         return res
 
 
@@ -163,6 +167,7 @@ class TableWriter:
         self._opened = False
         self._schema_checked = False
         self._json_columns: str | None = None
+        self.phase_secs: dict[str, float] = {}  # where write time goes (read by benchmarks)
 
     # ---- lifecycle (on the writer thread) ----
     def open(self) -> None:
@@ -228,9 +233,16 @@ class TableWriter:
         self._json_columns = json_columns(self.schema)
         self._schema_checked = True
 
+    def _phase(self, name: str, start: float, end: float) -> float:
+        """Add end - start to the time spent in a phase of writing (for benchmarks); returns end."""
+        self.phase_secs[name] = self.phase_secs.get(name, 0.0) + end - start
+        return end
+
     # ---- the write ----
     def write(self, rows: list) -> tuple[str | None, dict[int, str]]:
         """Stage, then commit, one batch; return its id and the rows rejected for their types."""
+        clock = time.monotonic
+        t0 = clock()
         self.open()
         spark = self.session()
         self._ensure_schema(spark, rows)
@@ -239,27 +251,38 @@ class TableWriter:
             return None, rejected
         batch_id = self.ids.next()
         written_at = datetime.datetime.now(datetime.timezone.utc)
-        audit = [f"TIMESTAMP'{written_at.strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00' AS {L.WRITTEN_AT_COLUMN}",
-                 f"CAST({int(self.task_id)} AS INT) AS {L.TASK_COLUMN}"]
         staged = self.staging.batch_dir(batch_id)
         source = staged.with_name(batch_id + ".json")
         try:
-            # One file per batch (per partition value): batches are small, many tiny files are not.
             if self._json_columns is not None:
-                source.write_text(encode_rows(good), encoding="ascii")
-                df = spark.sql(json_query(self._json_columns, L.spark_uri(source), audit))  # coalesces
-            else:
-                df = spark.createDataFrame(good, self.schema, verifySchema=False).selectExpr("*", *audit)
-                df = df.coalesce(1)
-            writer = df.write.format(self.format).mode("errorifexists").options(**L.format_options(self.format))
-            if self.partition_by:
-                writer = writer.partitionBy(*self.partition_by)
-            writer.save(L.spark_uri(staged))
+                source.write_text(encode_batch(good, written_at.isoformat()), encoding="ascii")
+            t1 = self._phase("prepare", t0, clock())
+            self._spark_write(spark, good, source, staged, written_at)
+            t1 = self._phase("spark_write", t1, clock())
             L.commit_batch(staged, self.table, batch_id)
+            self._phase("commit", t1, clock())
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
             raise
         finally:
             source.unlink(missing_ok=True)
-        log.debug("Spark sink %s: committed batch %s (%d rows)", self.table, batch_id, len(good))
         return batch_id, rejected
+
+    def _spark_write(self, spark, rows: list, source: Path, staged: Path, written_at) -> None:
+        """Have Spark write `rows` (or the JSON file `source` holding them) into `staged`, as one
+        file per batch (per partition value): batches are small and many tiny files are not."""
+        uri = L.spark_uri(staged)
+        options = L.format_options(self.format)
+        task = f"CAST({int(self.task_id)} AS INT) AS {L.TASK_COLUMN}"
+        if self._json_columns is not None:
+            query = json_query(self._json_columns, L.spark_uri(source),  # (it coalesces)
+                               [f"CAST(j.t AS TIMESTAMP) AS {L.WRITTEN_AT_COLUMN}", task])
+            df = spark.sql(query)
+        else:
+            stamp = written_at.strftime("%Y-%m-%d %H:%M:%S.%f")
+            df = spark.createDataFrame(rows, self.schema, verifySchema=False).selectExpr(
+                "*", f"TIMESTAMP'{stamp}+00:00' AS {L.WRITTEN_AT_COLUMN}", task).coalesce(1)
+        writer = df.write.format(self.format).mode("errorifexists").options(**options)
+        if self.partition_by:
+            writer = writer.partitionBy(*self.partition_by)
+        writer.save(uri)
