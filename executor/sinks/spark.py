@@ -166,6 +166,7 @@ class SparkSinkBolt(Bolt):
         self.rows_failed = 0
         self.batches_committed = 0
         self.writes_failed = 0
+        self._failing = 0
         self.blocked_secs = 0.0  # time this executor waited for the writer: the sink's back-pressure
         self._table = self._table_writer(conf)
         self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
@@ -268,8 +269,11 @@ class SparkSinkBolt(Bolt):
             self.rows_failed += len(res.tuples)
             exc = res.error
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            log.warning("Spark sink %s: writing %d rows failed; failing their tuples", self.path,
-                        len(res.tuples), exc_info=exc)
+            # The whole (often Java) traceback once per run of failures, not for every replay.
+            self._failing += 1
+            log.warning("Spark sink %s: writing %d rows failed (%d in a row); failing their tuples: %s",
+                        self.path, len(res.tuples), self._failing, first,
+                        exc_info=exc if self._failing == 1 else None)
             for t in res.tuples:
                 collector.fail(t)
             err = SinkWriteError(f"Spark sink {self.path}: writing {len(res.tuples)} rows failed: "
@@ -277,6 +281,7 @@ class SparkSinkBolt(Bolt):
             err.__cause__ = exc
             collector.report_error(err)
             return
+        self._failing = 0
         rejected = res.rejected
         if res.batch_id is not None:
             self.batches_committed += 1

@@ -250,3 +250,19 @@ def test_values_of_every_type_round_trip(spark, tmp_path, fmt, fallback):
     assert abs(written - time.time()) < 600
     if fallback:
         assert first["mk"] == {1: "a"}
+
+
+def test_a_table_with_no_committed_batch_reads_as_empty(spark, tmp_path):
+    from executor.sinks._session import sessions
+    from executor.sinks._writer import TableWriter
+
+    path = tmp_path / "t"
+    tw = TableWriter(path, ["id"], "parquet", [], None, "id BIGINT", 1, {}, sessions)
+    try:
+        batch_id, rejected = tw.write([["not a number"]])  # creates the table, writes nothing
+    finally:
+        tw.close()
+    assert batch_id is None and list(rejected) == [0]
+    assert L.committed_batches(path) == []
+    df = read_table(str(path), spark=spark)
+    assert df.count() == 0 and df.columns == ["id", *L.AUDIT_COLUMNS]
