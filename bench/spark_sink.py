@@ -123,8 +123,8 @@ def scenarios() -> dict[str, dict]:
         out[f"rate_b{b}"] = dict(kind="rows", sink=dict(batch_size=b), pending=5 * b, rate=True)
     out["rate_null"] = dict(kind="rows", sink=None, pending=50_000, rate=True)
     # The word count example's settings (examples/word_count_spark/topology.py).
-    out["wc_null"] = dict(kind="wc", sink=None, pending=10_000)
-    out["wc_sink"] = dict(kind="wc", sink={}, pending=10_000)
+    out["wc_null"] = dict(kind="wc", sink=None, pending=5_000)
+    out["wc_sink"] = dict(kind="wc", sink={}, pending=5_000)
     return out
 
 
@@ -218,7 +218,7 @@ def run_one(name: str, seconds: float, warmup: float, rate: float, extra_conf: d
         "seconds": seconds, "offered_rate": rate if sc.get("rate") else None,
         "settings": {"topology.max.spout.pending": sc["pending"], "sink": sc["sink"], "spark.master": "local[1]",
                      "sink_tasks": len(stores), **(extra_conf or {})},
-        "python": platform.python_version(), "pyspark": _pyspark_version(), "cpus": os.cpu_count(),
+        "switch_interval": sys.getswitchinterval(), "python": platform.python_version(), "pyspark": _pyspark_version(), "cpus": os.cpu_count(),
     }
 
 
@@ -269,6 +269,8 @@ def main() -> None:
     ap.add_argument("--wc-pending", type=int, default=None, help="max spout pending of the wc_* scenarios")
     ap.add_argument("--sink", default=None, help="JSON of SparkSinkBolt options for the wc_sink scenario")
     ap.add_argument("--store-tasks", type=int, default=None, help="sink tasks of the wc_sink scenario")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="sys.setswitchinterval for the run (CPython's default is 0.005 s)")
     ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra spark.* setting for the topology config (repeatable)")
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
@@ -281,6 +283,8 @@ def main() -> None:
         SCENARIOS["wc_sink"]["sink"] = json.loads(args.sink)
     if args.store_tasks:
         SCENARIOS["wc_sink"]["store_tasks"] = args.store_tasks
+    if args.child and args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     if args.child:
         extra_conf = dict(kv.split("=", 1) for kv in args.spark_conf)
         print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.rate, extra_conf)), flush=True)
@@ -290,6 +294,7 @@ def main() -> None:
         extra += ["--sink", args.sink] if args.sink else []
         extra += ["--store-tasks", str(args.store_tasks)] if args.store_tasks else []
         extra += [a for kv in args.spark_conf for a in ("--spark-conf", kv)]
+        extra += ["--switch-interval", str(args.switch_interval)] if args.switch_interval else []
         out = subprocess.run([sys.executable, __file__, "--child", name, "--seconds", str(args.seconds),
                               "--warmup", str(args.warmup), "--rate", str(args.rate), *extra],
                              capture_output=True, text=True, timeout=900)

@@ -43,7 +43,18 @@ Semantics:
 - Spark: one SparkSession per worker process, created on first use from the topology config
   (`spark.master`, default `local[1]`, and every other `spark.*` key), shared by the sink tasks
   of the worker and stopped when the last of them cleans up. PySpark is imported only here.
-- The path is a local directory (or file:// URL); the commit is a local rename.
+- The path is a local directory (or file:// URL); the commit is a local rename. Every commit
+  adds one directory holding one file (per partition value); nothing compacts them.
+
+Sizing: a Spark write costs ~0.15-0.3 s however small, so a tuple is acked ~0.3-1 s after it
+arrives, and a spout with `topology.max.spout.pending` P can complete at most P tuple trees per
+that latency: give the spouts enough pending tuples to fill batches (see
+examples/word_count_spark). Under load, batches queue while a write runs and are committed
+together, so writes grow with the input rate (up to max_pending_batches * batch_size rows,
+which also bounds the sink's memory). Rows travel to Spark as one JSON document per write
+(see _schema.py); tables with a column type JSON cannot carry (maps with non-string keys,
+structs) are written through createDataFrame instead, slower, and there nested values must
+have exactly their declared types.
 """
 
 from __future__ import annotations
@@ -64,7 +75,8 @@ log = logging.getLogger(__name__)
 FORMATS = ("parquet", "orc", "json")
 _UNSEEN = object()
 
-__all__ = ["SparkSinkBolt", "SinkWriteError", "read_table", "dedupe_frame", "read_meta", "table_stats", "use_session", "FORMATS"]
+__all__ = ["SparkSinkBolt", "SinkWriteError", "read_table", "dedupe_frame", "read_meta", "table_stats",
+           "use_session", "FORMATS"]
 
 
 class SinkWriteError(RuntimeError):
@@ -85,7 +97,21 @@ def _names(value, what: str) -> list[str] | None:
 
 
 class SparkSinkBolt(Bolt):
-    """Writes its input tuples to a Spark table in batches; acks them once committed."""
+    """Writes its input tuples to a Spark table in batches; acks them once committed.
+
+    path                 the table's local directory (created if missing)
+    fields               the input fields to store, in this order (default: all declared fields)
+    format               "parquet" (default), "orc" or "json"
+    batch_size           buffered tuples that trigger a write
+    flush_interval_secs  seconds after the first buffered tuple that trigger a write anyway
+    partition_by         fields to partition the table by (Spark's partitionBy)
+    dedupe_fields        fields identifying a record; read_table drops replayed duplicates
+    schema               Spark DDL of the stored fields, e.g. "word STRING, count BIGINT"
+                         (default: inferred from the first batch written to the table)
+    max_pending_batches  batches handed to the writer and not yet acked before the bolt blocks
+    tick_secs            how often ticks check the flush interval and hand back acks
+                         (default: min(0.1, flush_interval_secs))
+    """
 
     def __init__(self, path: str | os.PathLike, fields: Iterable[str] | None = None, format: str = "parquet",
                  batch_size: int = 10_000, flush_interval_secs: float = 1.0,
