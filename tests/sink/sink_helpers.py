@@ -143,3 +143,11 @@ def writer_process(table: Path, owner: str) -> subprocess.Popen:
         proc.wait(10)
         raise AssertionError(f"writer process did not start: {line!r}")
     return proc
+
+
+def kill_process(proc: subprocess.Popen) -> None:
+    """SIGKILL a helper process (as a crash would), reap it and close its pipe."""
+    proc.kill()
+    proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()

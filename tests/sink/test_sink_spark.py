@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import sys
 import time
 from collections import Counter
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sink_helpers import Probe, ProbedSink, ReplayingSpout, feed, poll, writer_process
+from sink_helpers import Probe, ProbedSink, ReplayingSpout, feed, kill_process, poll, writer_process
 
 from daemons.local import LocalCluster
 from daemons.testing import FeederSpout, complete_topology
@@ -96,9 +95,7 @@ def test_staging_leftover_of_a_killed_writer_is_invisible_and_removed_on_next_st
         poll(lambda: len(probe.acked) == 5, timeout=90, message="first rows acked")
     assert os.listdir(table / L.STAGING_DIR) == []  # a clean stop leaves no staging behind
 
-    killed = writer_process(table, "t9-p1-dead00")
-    killed.send_signal(signal.SIGKILL)
-    killed.wait(10)
+    kill_process(writer_process(table, "t9-p1-dead00"))
     leftover = table / L.STAGING_DIR / "t9-p1-dead00"
     assert (leftover / "b1" / "part-0.parquet").exists()
     # Spark would fail on that garbage file if it read it: plain readers skip staging.

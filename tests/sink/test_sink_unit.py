@@ -6,16 +6,14 @@ from __future__ import annotations
 import copy
 import datetime
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from sink_helpers import poll, writer_process
+from sink_helpers import kill_process, poll, writer_process
 
 from executor.sinks import _layout as L
 from executor.sinks._session import SparkSessionHolder, spark_settings
@@ -375,9 +373,13 @@ def test_batch_ids_are_unique_and_sort_by_time():
     a, b = L.BatchIds(L.new_owner(3)), L.BatchIds(L.new_owner(3))
     first, second = a.next(), a.next()
     assert first < second
-    time.sleep(0.005)
-    later = b.next()  # another writer, a later millisecond: sorts after both
-    assert later > second and len({first, second, later}) == 3
+
+    def in_a_later_millisecond():
+        candidate = b.next()
+        return candidate if candidate.split("-")[0] > second.split("-")[0] else None
+
+    later = poll(in_a_later_millisecond, timeout=5, interval=0.001, message="the clock to move on")
+    assert later > second and len({first, second, later}) == 3  # another writer, later: sorts after
     assert "/" not in later and "=" not in later and "T" in later.split("-")[0]
 
 
@@ -386,8 +388,7 @@ def test_clean_staging_removes_leftovers_of_killed_writers_only(tmp_path):
     live = writer_process(table, "t1-live")
     killed = writer_process(table, "t2-killed")
     try:
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(10)
+        kill_process(killed)
         orphan = table / L.STAGING_DIR / "t3-orphan" / "b9"
         orphan.mkdir(parents=True)
         mine = L.Staging(table, "t4-mine")
@@ -400,8 +401,7 @@ def test_clean_staging_removes_leftovers_of_killed_writers_only(tmp_path):
         mine.close()
         assert sorted(os.listdir(table / L.STAGING_DIR)) == ["t1-live", "t1-live.lock"]
     finally:
-        live.kill()
-        live.wait(10)
+        kill_process(live)
     assert L.clean_staging(table) == ["t1-live"]
     assert os.listdir(table / L.STAGING_DIR) == []
 
