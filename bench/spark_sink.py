@@ -2,18 +2,21 @@
 Prints one JSON line per run.
 
 Each scenario runs in its own subprocess (its own JVM), one worker, Spark master local[1]:
-  sink_b<B>       spout -> SparkSinkBolt(batch_size=B), as fast as it goes       (acked rows/s)
-  rate_b<B>       the same with the spout offering --rate rows/s                 (complete latency)
-  rate_null       spout -> a bolt that acks at once, offering --rate rows/s      (baseline latency)
-  wc_null         word count (spout -> split -> count) -> a bolt that acks at once
-  wc_sink         word count -> SparkSinkBolt with its default batch settings, as in
-                  examples/word_count_spark                                        (acked sentences/s)
-The saturated runs set topology.max.spout.pending to (max_pending_batches + 1) * B, what the
-sink can hold, so that batches fill. Measuring starts once the first batch is committed (Spark
-is started and warm) plus --warmup seconds. Complete latency is sampled at the spout, emit to
-ack; "added" latency is rate_b<B> minus rate_null.
+  sink_b<B>   spout -> SparkSinkBolt(batch_size=B), as fast as it goes          (acked rows/s)
+  rate_b<B>   the same with the spout offering --rate rows/s                    (complete latency)
+  rate_null   spout -> a bolt that acks at once, offering --rate rows/s         (baseline latency)
+  wc_null     word count (spout -> split x2 -> count x2) -> a bolt that acks at once
+  wc_sink     word count -> SparkSinkBolt with its default batch settings        (acked sentences/s)
+The sink_b/rate_b runs set topology.max.spout.pending to (max_pending_batches + 1) * B, what the
+sink can hold, so that batches can fill; the wc runs use examples/word_count_spark's 5000.
+Measuring starts once the first batch is committed (Spark is up) plus --warmup seconds (the
+JVM keeps compiling for ~50 writes: use >= 15). Complete latency is sampled at the spout, emit
+to ack; the latency the sink adds is rate_b<B> minus rate_null. Besides rates, each line has
+the sink's blocked fraction (its executor waiting for the writer: back-pressure), the writer's
+busy fraction, rows per write, where write time goes, and the CPU of Python and of the JVM.
 
 usage: python bench/spark_sink.py [--seconds 10] [--warmup 3] [--rate 2000] [--only NAME ...]
+       [--wc-pending N] [--sink JSON] [--store-tasks N] [--spark-conf K=V] [--switch-interval S]
 """
 
 from __future__ import annotations
