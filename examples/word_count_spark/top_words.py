@@ -22,21 +22,17 @@ def main() -> int:
     ap.add_argument("path", nargs="?", default=TABLE)
     ap.add_argument("-n", type=int, default=10)
     args = ap.parse_args()
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-             .config("spark.log.level", "ERROR").getOrCreate())
     try:
-        try:
-            df = read_table(args.path, spark=spark)
-        except FileNotFoundError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+        df = read_table(args.path)  # starts a local SparkSession
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    try:
         print(f"top words in {args.path}:")
         for word, count in top_words(df, args.n):
             print(f"{count:>10}  {word}")
     finally:
-        spark.stop()
+        df.sparkSession.stop()
     return 0
 
 

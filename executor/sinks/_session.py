@@ -12,6 +12,8 @@ PySpark is imported inside these functions only, so importing this module costs 
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import threading
 from typing import Any, Callable, Mapping
 
@@ -36,6 +38,9 @@ def spark_settings(conf: Mapping[str, Any]) -> dict[str, str]:
     out["spark.master"] = DEFAULT_MASTER
     name = conf.get("topology.name")
     out["spark.app.name"] = f"storm-py-{name}" if name else "storm-py"
+    # Spark creates its warehouse directory (which the sink never uses) in the working directory
+    # otherwise, wherever the worker or the CLI happens to run.
+    out["spark.sql.warehouse.dir"] = os.path.join(tempfile.gettempdir(), "storm-py-spark-warehouse")
     for key, value in conf.items():
         if isinstance(key, str) and key.startswith("spark.") and value is not None:
             # Spark reads every setting as a string; YAML booleans must become "true"/"false".

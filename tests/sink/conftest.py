@@ -21,7 +21,7 @@ def no_leaked_threads():
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """One local SparkSession for every test of the run (a session costs seconds to start).
 
     Handed to the sinks with use_session, so that they share it and never stop it.
@@ -33,6 +33,7 @@ def spark():
     session = (SparkSession.builder.master("local[1]").appName("storm-py-sink-tests")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2").config("spark.log.level", "ERROR")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
                .getOrCreate())
     use_session(session)
     yield session

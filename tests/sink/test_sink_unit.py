@@ -8,6 +8,7 @@ import datetime
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -365,6 +366,9 @@ def test_spark_settings_defaults_and_pass_through():
     assert s["spark.ui.enabled"] == "false"
     assert "topology.workers" not in s and "spark.driver.memory" not in s
     assert spark_settings({"spark.ui.enabled": True})["spark.ui.enabled"] == "true"
+    # Spark's warehouse directory goes to the temp dir, not into the worker's working directory.
+    assert spark_settings({})["spark.sql.warehouse.dir"].startswith(tempfile.gettempdir())
+    assert spark_settings({"spark.sql.warehouse.dir": "/w"})["spark.sql.warehouse.dir"] == "/w"
 
 
 # ---- layout: batch ids, staging, metadata ----
