@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
@@ -71,7 +72,10 @@ class ExecutorBase:
         self._listener = w.emit_listener
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._bp_wait = make_wait_strategy(w.conf, BACK_PRESSURE_WAIT, self.queue.wait)
+        # Back-pressure waits for room downstream, not for input: sleeping on our own queue would
+        # return at once while input is queued, and a spinning producer starves (GIL) the very
+        # consumer it waits for.
+        self._bp_wait = make_wait_strategy(w.conf, BACK_PRESSURE_WAIT, time.sleep)
         self._where = "startup"
         self._cur_task = self.task_ids[0]
         self.prepared = False

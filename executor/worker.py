@@ -116,6 +116,7 @@ class Worker:
         self._receiver = None
         self._started = False
         self._stopped = False
+        self._stop_lock = threading.Lock()
         self.local_tasks = {t for s, e in self.executor_ids for t in range(s, e + 1)}
         self._task_queue: dict[int, ReceiveQueue] = {}
         self._transfer_queue: ReceiveQueue | None = None
@@ -208,10 +209,12 @@ class Worker:
         t.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self._stopped or not self._started:
+        # A dying executor's stop thread and LocalCluster.kill may both stop a worker: once only.
+        with self._stop_lock:
+            if self._stopped or not self._started:
+                self._stopped = True
+                return
             self._stopped = True
-            return
-        self._stopped = True
         self._timer.stop()
         for ex in self.executors:
             ex.signal_stop()
