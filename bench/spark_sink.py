@@ -5,10 +5,11 @@ Each scenario runs in its own subprocess (its own JVM), one worker, Spark master
   sink_b<B>   spout -> SparkSinkBolt(batch_size=B), as fast as it goes          (acked rows/s)
   rate_b<B>   the same with the spout offering --rate rows/s                    (complete latency)
   rate_null   spout -> a bolt that acks at once, offering --rate rows/s         (baseline latency)
-  wc_null     word count (spout -> split x2 -> count x2) -> a bolt that acks at once
+  wc_null     word count (spout -> split x2 -> windowed count x2) -> a bolt that acks at once
   wc_sink     word count -> SparkSinkBolt with its default batch settings        (acked sentences/s)
 The sink_b/rate_b runs set topology.max.spout.pending to (max_pending_batches + 1) * B, what the
-sink can hold, so that batches can fill; the wc runs use examples/word_count_spark's 5000.
+sink can hold, so that batches can fill; the wc runs use examples/word_count's count bolt (one row
+per word per 1 s window, anchored to its inputs) and its pending (20000).
 Measuring starts once the first batch is committed (Spark is up) plus --warmup seconds (the
 JVM keeps compiling for ~50 writes: use >= 15). Complete latency is sampled at the spout, emit
 to ack; the latency the sink adds is rate_b<B> minus rate_null. Besides rates, each line has
@@ -33,6 +34,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "word_count"))
+
+from word_count_components import CountBolt  # noqa: E402
 
 from executor.api import BasicBolt, Bolt, Spout, TopologyBuilder  # noqa: E402
 
@@ -105,29 +110,15 @@ class Split(BasicBolt):
             collector.emit([w])
 
 
-class Count(BasicBolt):
-    def declare_output_fields(self, declarer):
-        declarer.declare(["word", "count"])
-
-    def prepare(self, conf, context):
-        self.counts = {}
-
-    def execute(self, tup, collector):
-        w = tup.values[0]
-        c = self.counts.get(w, 0) + 1
-        self.counts[w] = c
-        collector.emit([w, c])
-
-
 def scenarios() -> dict[str, dict]:
     out = {}
     for b in (1_000, 10_000, 100_000):
         out[f"sink_b{b}"] = dict(kind="rows", sink=dict(batch_size=b), pending=5 * b)
         out[f"rate_b{b}"] = dict(kind="rows", sink=dict(batch_size=b), pending=5 * b, rate=True)
     out["rate_null"] = dict(kind="rows", sink=None, pending=50_000, rate=True)
-    # The word count example's settings (examples/word_count_spark/topology.py).
-    out["wc_null"] = dict(kind="wc", sink=None, pending=5_000)
-    out["wc_sink"] = dict(kind="wc", sink={}, pending=5_000)
+    # The word count example's count bolt and settings (examples/word_count/topology.py).
+    out["wc_null"] = dict(kind="wc", sink=None, pending=20_000)
+    out["wc_sink"] = dict(kind="wc", sink={}, pending=20_000)
     return out
 
 
@@ -153,7 +144,7 @@ def run_one(name: str, seconds: float, warmup: float, rate: float, extra_conf: d
     last = "spout"
     if sc["kind"] == "wc":
         b.set_bolt("split", Split(), 2).shuffle_grouping("spout")
-        b.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
+        b.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
         last = "count"
     if sc["sink"] is None:
         b.set_bolt("store", AckBolt()).shuffle_grouping(last)

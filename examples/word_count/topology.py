@@ -1,20 +1,20 @@
-"""Word count: random sentences (with message ids, replayed on failure) -> split -> count.
+"""Word count, stored through Spark: random sentences -> split -> count -> Parquet table.
 
-Run it with `storm-py local examples/word_count/topology.py --duration 10`.
+    storm-py local examples/word_count/topology.py --duration 10
+    python3 examples/word_count/top_words.py             # the top words, read back from the table
+    storm-py sink show /tmp/storm-py-word-count --limit 5  # rows and counts
+
+The table path is $STORM_PY_WORD_COUNT_TABLE, default <tmp>/storm-py-word-count; runs add up.
 """
 
-from word_count_components import CountBolt, RandomSentenceSpout, SplitSentenceBolt
+from word_count_components import TABLE, build_topology
 
-from executor.api import TopologyBuilder
-
-builder = TopologyBuilder()
-builder.set_spout("sentences", RandomSentenceSpout(), 1)
-builder.set_bolt("split", SplitSentenceBolt(), 2).shuffle_grouping("sentences")
-builder.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
-
-topology = builder.create_topology()
+topology = build_topology(TABLE)
 config = {
     "topology.workers": 1,
-    "topology.max.spout.pending": 2000,
+    # A sentence is acked once its counts are committed (count window + a Spark write, ~1-2 s),
+    # so throughput is at most pending / that latency.
+    "topology.max.spout.pending": 20000,
     "topology.message.timeout.secs": 30,
+    "spark.master": "local[1]",
 }

@@ -1,11 +1,21 @@
-"""Components of the word-count example (importable by the topology file's directory)."""
+"""Components of the word-count example (importable from the topology file's directory).
+
+sentences -> split -> count -> store. The count bolt keeps running counts and, once per window,
+emits (run, word, count) for every word it saw in the window, anchored to the inputs that
+contributed to it; the SparkSinkBolt acks those rows only once they are committed to the table.
+So a sentence is acked only when its counts are in the table (at-least-once), while the table
+gets one row per word per window rather than one per occurrence.
+"""
 
 from __future__ import annotations
 
 import itertools
+import os
 import random
+import tempfile
 
-from executor.api import BasicBolt, Spout
+from executor.api import BasicBolt, Bolt, Spout, TopologyBuilder
+from executor.sinks.spark import SparkSinkBolt
 
 SENTENCES = [
     "the cow jumped over the moon",
@@ -14,6 +24,10 @@ SENTENCES = [
     "snow white and the seven dwarfs",
     "i am at two with nature",
 ]
+
+# Where the example writes; top_words.py reads the same place.
+TABLE = os.environ.get("STORM_PY_WORD_COUNT_TABLE") or os.path.join(tempfile.gettempdir(),
+                                                                    "storm-py-word-count")
 
 
 class RandomSentenceSpout(Spout):
@@ -65,15 +79,62 @@ class SplitSentenceBolt(BasicBolt):
             collector.emit([word])
 
 
-class CountBolt(BasicBolt):
+class CountBolt(Bolt):
+    """Running count per word, emitted once per window (tick) anchored to the window's inputs."""
+
+    def __init__(self, window_secs: float = 0.5):
+        self.window_secs = window_secs
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": self.window_secs}
+
     def declare_output_fields(self, declarer):
-        declarer.declare(["word", "count"])
+        declarer.declare(["run", "word", "count"])
 
-    def prepare(self, conf, context):
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.run = str(conf.get("storm.id") or "run")
         self.counts = {}
+        self.window = {}  # word -> input tuples not yet acked
 
-    def execute(self, tup, collector):
+    def execute(self, tup):
+        if tup.is_tick():
+            self.flush()
+            return
         word = tup.values[0]
-        n = self.counts.get(word, 0) + 1
-        self.counts[word] = n
-        collector.emit([word, n])
+        self.counts[word] = self.counts.get(word, 0) + 1
+        held = self.window.get(word)
+        if held is None:
+            self.window[word] = [tup]
+        else:
+            held.append(tup)
+
+    def flush(self):
+        window, self.window = self.window, {}
+        for word, inputs in window.items():
+            # The row completes every input's tree only once the sink has committed it.
+            self.collector.emit([self.run, word, self.counts[word]], anchors=inputs)
+            for t in inputs:
+                self.collector.ack(t)
+
+
+def build_topology(table: str = TABLE, spout=None, sink_options=None):
+    """sentences -> split -> count -> store (the Spark sink at `table`)."""
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", spout if spout is not None else RandomSentenceSpout(), 1)
+    builder.set_bolt("split", SplitSentenceBolt(), 2).shuffle_grouping("sentences")
+    builder.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
+    # (run, word, count) identifies a count: a replayed one is dropped when the table is read.
+    options = {"dedupe_fields": ["run", "word", "count"], "flush_interval_secs": 0.5, **(sink_options or {})}
+    builder.set_bolt("store", SparkSinkBolt(table, **options), 1).shuffle_grouping("count")
+    return builder.create_topology()
+
+
+def top_words(df, n: int = 10) -> list[tuple[str, int]]:
+    """The n most frequent words of a table read with read_table: each run's last count of a
+    word is its total in that run; runs add up."""
+    from pyspark.sql import functions as F
+
+    per_run = df.groupBy("run", "word").agg(F.max("count").alias("count"))
+    totals = per_run.groupBy("word").agg(F.sum("count").alias("count"))
+    return [(r["word"], int(r["count"])) for r in totals.orderBy(F.desc("count"), "word").limit(n).collect()]

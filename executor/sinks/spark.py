@@ -49,7 +49,7 @@ Semantics:
 Sizing: a Spark write costs ~0.15-0.3 s however small, so a tuple is acked ~0.3-1 s after it
 arrives, and a spout with `topology.max.spout.pending` P can complete at most P tuple trees per
 that latency: give the spouts enough pending tuples to fill batches (see
-examples/word_count_spark). Under load, batches queue while a write runs and are committed
+examples/word_count). Under load, batches queue while a write runs and are committed
 together, so writes grow with the input rate (up to max_pending_batches * batch_size rows,
 which also bounds the sink's memory). Rows travel to Spark as one JSON document per write
 (see _schema.py); tables with a column type JSON cannot carry (maps with non-string keys,

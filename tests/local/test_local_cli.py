@@ -20,7 +20,9 @@ def storm_py(*args, cwd=None, env=None, timeout=90):
 
 
 def test_word_count_example_runs_and_acks():
-    out = storm_py("local", "examples/word_count/topology.py", "--duration", "5")
+    # The example stores its counts through Spark: a sentence is acked only after the first
+    # Spark write committed, which takes a JVM start plus a first write (~10 s here).
+    out = storm_py("local", "examples/word_count/topology.py", "--duration", "30")
     assert out.returncode == 0, out.stderr
     m = re.search(r"summary: .* acked (\d+), failed (\d+)", out.stdout)
     assert m, out.stdout

@@ -22,9 +22,9 @@ from executor.sinks.spark import SinkWriteError, SparkSinkBolt, read_table
 pytestmark = pytest.mark.timeout(150)
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples" / "word_count_spark"))
+sys.path.insert(0, str(REPO / "examples" / "word_count"))
 
-from word_count_spark_components import SENTENCES, build_topology, top_words  # noqa: E402
+from word_count_components import SENTENCES, build_topology, top_words  # noqa: E402
 
 
 def _ids(df, column="id") -> list:
@@ -49,7 +49,9 @@ def test_word_count_table_equals_the_plain_python_count(spark, tmp_path):
     expected = Counter(w for s in sentences for w in s.split())
     df = read_table(path, spark=spark)
     assert dict(top_words(df, n=1000)) == dict(expected)
-    assert read_table(path, dedupe=False, spark=spark).count() == sum(expected.values())
+    # the count bolt writes one row per word per window, not one per occurrence
+    rows = read_table(path, dedupe=False, spark=spark).count()
+    assert len(expected) <= rows < sum(expected.values())
 
 
 def test_no_tuple_is_acked_before_its_batch_is_committed(spark, tmp_path):

@@ -1,6 +1,6 @@
-"""Print the most frequent words stored by the word_count_spark example, read back from its table.
+"""Print the most frequent words stored by the word_count example, read back from its table.
 
-usage: python3 examples/word_count_spark/top_words.py [PATH] [-n 10]
+usage: python3 examples/word_count/top_words.py [PATH] [-n 10]
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from word_count_spark_components import TABLE, top_words  # noqa: E402
+from word_count_components import TABLE, top_words  # noqa: E402
 
 from executor.sinks.spark import read_table  # noqa: E402
 
