@@ -115,7 +115,7 @@ class BasicOutputCollector:
             buf.append((t, tup))
             if len(buf) >= bs:
                 ex._flush_slot(i)
-        return list(targets)
+        return targets
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
         return self._collector.emit_direct(task, values, self.input, stream)
@@ -190,7 +190,7 @@ class BoltExecutor(ExecutorBase):
                 buf.append((t, tup))
                 if len(buf) >= bs:
                     self._flush_slot(i)
-            return list(targets)
+            return targets
         if type(anchors) is Tuple:
             anchors = (anchors,)
         else:
@@ -213,7 +213,7 @@ class BoltExecutor(ExecutorBase):
             buf.append((t, Tuple(values, task, stream, comp, fields, a2i)))
             if len(buf) >= bs:
                 self._flush_slot(i)
-        return list(targets)
+        return targets
 
     def _bad_anchor(self, task, stream, anchor):
         exc = EmitError(f"component {self.component_id!r} task {task}, stream {stream!r}: anchors must be "

@@ -63,7 +63,10 @@ def hash_values(values: Sequence[Any]) -> int:
 
 
 class Grouper:
-    """Chooses target tasks among `targets` for one subscription."""
+    """Chooses target tasks among `targets` for one subscription.
+
+    choose() returns a new list every call: emit() hands it to user code as is.
+    """
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         raise NotImplementedError
@@ -74,7 +77,7 @@ class ShuffleGrouper(Grouper):
 
     def __init__(self, targets: Sequence[int], rng: random.Random | None = None):
         self._rng = rng or random.Random()
-        self._targets = [[t] for t in targets]
+        self._targets = list(targets)
         self._rng.shuffle(self._targets)
         self._i = 0
         self._n = len(self._targets)
@@ -86,12 +89,12 @@ class ShuffleGrouper(Grouper):
                 self._rng.shuffle(self._targets)
             i = 0
         self._i = i + 1
-        return self._targets[i]
+        return [self._targets[i]]
 
 
 class FieldsGrouper(Grouper):
     def __init__(self, targets: Sequence[int], stream_fields: Fields, group_fields: Fields):
-        self._targets = [[t] for t in sorted(targets)]
+        self._targets = sorted(targets)
         self._n = len(self._targets)
         self._idx = [stream_fields.index(f) for f in group_fields]
         self._single = self._idx[0] if len(self._idx) == 1 else None
@@ -111,7 +114,7 @@ class FieldsGrouper(Grouper):
                 h = stable_hash(v)
         else:
             h = hash_values([values[i] for i in self._idx])
-        return self._targets[h % self._n]
+        return [self._targets[h % self._n]]
 
 
 class PartialKeyGrouper(Grouper):
@@ -138,7 +141,7 @@ class AllGrouper(Grouper):
         self._targets = sorted(targets)
 
     def choose(self, values):
-        return self._targets
+        return list(self._targets)
 
 
 class GlobalGrouper(Grouper):
@@ -146,7 +149,7 @@ class GlobalGrouper(Grouper):
         self._targets = [min(targets)] if targets else []
 
     def choose(self, values):
-        return self._targets
+        return list(self._targets)
 
 
 class LocalOrShuffleGrouper(ShuffleGrouper):

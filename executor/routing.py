@@ -19,8 +19,6 @@ from executor.layout import TopologyLayout
 from executor.topology import Grouping, StormTopology
 from executor.tuple import Fields
 
-_EMPTY: list[int] = []
-
 
 class StreamOut:
     """Where one task's tuples on one stream go."""
@@ -43,7 +41,7 @@ class StreamOut:
 
     def _all_targets(self, values) -> list[int]:
         if not self._groupers:
-            return _EMPTY
+            return []
         out: list[int] = []
         for g in self._groupers:
             out.extend(g.choose(values))

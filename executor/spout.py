@@ -105,7 +105,7 @@ class SpoutExecutor(ExecutorBase):
                     self._flush_slot(i)
             if msg_id is not None:  # no ackers, or nobody subscribed: done at emit
                 self._ack_msg(task, msg_id, None)
-        return list(targets)
+        return targets
 
     # ---- ack/fail ----
     def _ack_msg(self, task, msg_id, started):
