@@ -73,7 +73,7 @@ class TickTimer:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread.ident is not None:
             self._thread.join(5)
 
     def _run(self) -> None:
@@ -116,7 +116,7 @@ class Worker:
         self._receiver = None
         self._started = False
         self._stopped = False
-        self._stop_lock = threading.Lock()
+        self._lifecycle_lock = threading.RLock()
         self.local_tasks = {t for s, e in self.executor_ids for t in range(s, e + 1)}
         self._task_queue: dict[int, ReceiveQueue] = {}
         self._transfer_queue: ReceiveQueue | None = None
@@ -189,9 +189,14 @@ class Worker:
 
     # ---- lifecycle ----
     def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
+        # Under the lifecycle lock: an executor may die (and ask for stop) while we still start.
+        with self._lifecycle_lock:
+            if self._started or self._stopped:
+                return
+            self._started = True
+            self._start()
+
+    def _start(self) -> None:
         self._build()
         if self.transport is not None:
             self._receiver = self.transport.bind(self.address)
@@ -210,23 +215,24 @@ class Worker:
 
     def stop(self, timeout: float = 10.0) -> None:
         # A dying executor's stop thread and LocalCluster.kill may both stop a worker: once only.
-        with self._stop_lock:
+        # The second caller waits until the first has finished stopping.
+        with self._lifecycle_lock:
             if self._stopped or not self._started:
                 self._stopped = True
                 return
             self._stopped = True
-        self._timer.stop()
-        for ex in self.executors:
-            ex.signal_stop()
-        for ex in self.executors:
-            ex.stop(timeout)
-        self._stop.set()
-        if self._transfer_queue is not None:
-            self._transfer_queue.wake()
-        for t in self._threads:
-            t.join(timeout)
-        if self._receiver is not None:
-            self._receiver.close()
+            self._timer.stop()
+            for ex in self.executors:
+                ex.signal_stop()
+            for ex in self.executors:
+                ex.stop(timeout)
+            self._stop.set()
+            if self._transfer_queue is not None:
+                self._transfer_queue.wake()
+            for t in self._threads:
+                t.join(timeout)
+            if self._receiver is not None:
+                self._receiver.close()
         log.info("worker %s of %s stopped", self.address, self.storm_id)
 
     def _executor_died(self, err: ComponentError) -> None:

@@ -1,7 +1,5 @@
-import threading
-import time
-
 import pytest
+from testutil import assert_threads_gone
 
 _OURS = ("executor-", "worker-", "ticks-", "stop-")
 
@@ -10,11 +8,4 @@ _OURS = ("executor-", "worker-", "ticks-", "stop-")
 def no_leaked_threads():
     """Every LocalCluster thread must be gone after each test."""
     yield
-    deadline = time.monotonic() + 10
-    while True:
-        left = [t.name for t in threading.enumerate() if t.name.startswith(_OURS)]
-        if not left:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"threads left behind: {left}")
-        time.sleep(0.02)
+    assert_threads_gone(_OURS)

@@ -1,7 +1,5 @@
-import threading
-import time
-
 import pytest
+from testutil import assert_threads_gone
 
 _OURS = ("spark-sink-", "executor-", "worker-", "ticks-", "stop-")
 
@@ -10,14 +8,7 @@ _OURS = ("spark-sink-", "executor-", "worker-", "ticks-", "stop-")
 def no_leaked_threads():
     """Every sink writer and LocalCluster thread must be gone after each test."""
     yield
-    deadline = time.monotonic() + 15
-    while True:
-        left = [t.name for t in threading.enumerate() if t.name.startswith(_OURS)]
-        if not left:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"threads left behind: {left}")
-        time.sleep(0.02)
+    assert_threads_gone(_OURS, timeout=15)
 
 
 @pytest.fixture(scope="session")
