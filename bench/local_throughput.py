@@ -35,14 +35,18 @@ SENTENCES = [
 
 
 class BenchSpout(Spout):
-    def __init__(self, payload, acked=True, rate=None, sample_every=20):
-        self.payload = payload
+    """Emits make_values(n) for n = 0, 1, 2, ... (with message ids unless acked=False), as fast as
+    it can or at `rate` per second; samples complete latency (emit to ack) every sample_every."""
+
+    def __init__(self, fields, make_values, acked=True, rate=None, sample_every=20):
+        self.fields = list(fields)
+        self.make_values = make_values
         self.acked_mode = acked
         self.rate = rate
         self.sample_every = sample_every
 
     def declare_output_fields(self, declarer):
-        declarer.declare(["value"])
+        declarer.declare(self.fields)
 
     def open(self, conf, context, collector):
         self.c = collector
@@ -58,13 +62,13 @@ class BenchSpout(Spout):
             return
         n = self.n
         self.n = n + 1
-        v = self.payload[n % len(self.payload)]
+        values = self.make_values(n)
         if not self.acked_mode:
-            self.c.emit([v])
+            self.c.emit(values)
             return
         if n % self.sample_every == 0:
             self.started[n] = time.monotonic()
-        self.c.emit([v], msg_id=n)
+        self.c.emit(values, msg_id=n)
 
     def ack(self, msg_id):
         self.acks += 1
@@ -75,6 +79,14 @@ class BenchSpout(Spout):
     def fail(self, msg_id):
         self.fails += 1
         self.started.pop(msg_id, None)
+
+
+def fixed_value(n):
+    return ["x" * 16]
+
+
+def sentence(n):
+    return [SENTENCES[n % len(SENTENCES)]]
 
 
 class NullBolt(Bolt):
@@ -132,11 +144,11 @@ def run_one(name: str, seconds: float, warmup: float) -> dict:
     sc = SCENARIOS[name]
     b = TopologyBuilder()
     if sc["kind"] == "null":
-        b.set_spout("spout", BenchSpout(["x" * 16], acked=sc["acked"], rate=sc.get("rate")))
+        b.set_spout("spout", BenchSpout(["value"], fixed_value, acked=sc["acked"], rate=sc.get("rate")))
         b.set_bolt("null", NullBolt()).shuffle_grouping("spout")
         unit = "tuples"
     else:
-        b.set_spout("spout", BenchSpout(SENTENCES, acked=sc["acked"], rate=sc.get("rate")))
+        b.set_spout("spout", BenchSpout(["sentence"], sentence, acked=sc["acked"], rate=sc.get("rate")))
         b.set_bolt("split", Split()).shuffle_grouping("spout")
         b.set_bolt("count", Count()).fields_grouping("split", ["word"])
         unit = "sentences"

@@ -37,9 +37,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "word_count"))
 
+from local_throughput import BenchSpout  # noqa: E402
 from word_count_components import CountBolt  # noqa: E402
 
-from executor.api import BasicBolt, Bolt, Spout, TopologyBuilder  # noqa: E402
+from executor.api import BasicBolt, Bolt, TopologyBuilder  # noqa: E402
 
 WORDS = ["the", "cow", "jumped", "over", "moon", "apple", "day", "keeps", "doctor", "away"]
 SENTENCES = [
@@ -51,46 +52,12 @@ SENTENCES = [
 ]  # the word_count example's sentences
 
 
-class BenchSpout(Spout):
-    def __init__(self, kind, rate=None, sample_every=20):
-        self.kind = kind  # "rows" (word, n) or "sentences"
-        self.rate = rate
-        self.sample_every = sample_every
+def word_row(n):
+    return [WORDS[n % len(WORDS)], n]
 
-    def declare_output_fields(self, declarer):
-        declarer.declare(["word", "n"] if self.kind == "rows" else ["sentence"])
 
-    def open(self, conf, context, collector):
-        self.c = collector
-        self.n = 0
-        self.acks = 0
-        self.fails = 0
-        self.started = {}
-        self.lat = []
-        self.t0 = time.monotonic()
-
-    def next_tuple(self):
-        if self.rate is not None and self.n >= (time.monotonic() - self.t0) * self.rate:
-            return
-        n = self.n
-        self.n = n + 1
-        if self.kind == "rows":
-            values = [WORDS[n % 10], n]
-        else:
-            values = [SENTENCES[n % 5]]
-        if n % self.sample_every == 0:
-            self.started[n] = time.monotonic()
-        self.c.emit(values, msg_id=n)
-
-    def ack(self, msg_id):
-        self.acks += 1
-        t = self.started.pop(msg_id, None)
-        if t is not None:
-            self.lat.append(time.monotonic() - t)
-
-    def fail(self, msg_id):
-        self.fails += 1
-        self.started.pop(msg_id, None)
+def wc_sentence(n):
+    return [SENTENCES[n % len(SENTENCES)]]
 
 
 class AckBolt(Bolt):
@@ -140,7 +107,8 @@ def run_one(name: str, seconds: float, warmup: float, rate: float, extra_conf: d
     sc = SCENARIOS[name]
     table = tempfile.mkdtemp(prefix="spark-sink-bench-")
     b = TopologyBuilder()
-    b.set_spout("spout", BenchSpout(sc["kind"], rate=rate if sc.get("rate") else None))
+    fields, make = (["word", "n"], word_row) if sc["kind"] == "rows" else (["sentence"], wc_sentence)
+    b.set_spout("spout", BenchSpout(fields, make, rate=rate if sc.get("rate") else None))
     last = "spout"
     if sc["kind"] == "wc":
         b.set_bolt("split", Split(), 2).shuffle_grouping("spout")
