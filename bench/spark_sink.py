@@ -37,10 +37,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "word_count"))
 
-from local_throughput import BenchSpout  # noqa: E402
+from local_throughput import BenchSpout, NullBolt, Split  # noqa: E402
 from word_count_components import CountBolt  # noqa: E402
 
-from executor.api import BasicBolt, Bolt, TopologyBuilder  # noqa: E402
+from executor.api import TopologyBuilder  # noqa: E402
 
 WORDS = ["the", "cow", "jumped", "over", "moon", "apple", "day", "keeps", "doctor", "away"]
 SENTENCES = [
@@ -58,23 +58,6 @@ def word_row(n):
 
 def wc_sentence(n):
     return [SENTENCES[n % len(SENTENCES)]]
-
-
-class AckBolt(Bolt):
-    def prepare(self, conf, context, collector):
-        self.c = collector
-
-    def execute(self, tup):
-        self.c.ack(tup)
-
-
-class Split(BasicBolt):
-    def declare_output_fields(self, declarer):
-        declarer.declare(["word"])
-
-    def execute(self, tup, collector):
-        for w in tup.values[0].split():
-            collector.emit([w])
 
 
 def scenarios() -> dict[str, dict]:
@@ -115,7 +98,7 @@ def run_one(name: str, seconds: float, warmup: float, rate: float, extra_conf: d
         b.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
         last = "count"
     if sc["sink"] is None:
-        b.set_bolt("store", AckBolt()).shuffle_grouping(last)
+        b.set_bolt("store", NullBolt()).shuffle_grouping(last)
     else:
         b.set_bolt("store", SparkSinkBolt(os.path.join(table, "t"), **sc["sink"]),
                    sc.get("store_tasks", 1)).shuffle_grouping(last)

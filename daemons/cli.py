@@ -1,45 +1,18 @@
-"""The storm-py command line. Logging is configured here and nowhere else."""
+"""The storm-py command line (logging is configured by daemons.cli_options, for the CLI only)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import time
 
 import click
 
-from cluster_state.config import ConfigError, merge_configs, parse_overrides, read_storm_config
+from cluster_state.config import ConfigError, merge_configs
+from daemons.cli_options import common_options
 from executor.errors import AlreadyAliveError, InvalidTopologyError
 
 log = logging.getLogger(__name__)
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
-                        stream=sys.stderr)
-
-
-def common_options(fn):
-    """--conf-dir, repeated -c key=value and --log-level, for every command."""
-
-    @click.option("--conf-dir", envvar="STORM_CONF_DIR", type=click.Path(file_okay=False),
-                  help="Directory holding storm.yaml (default: $STORM_CONF_DIR).")
-    @click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE",
-                  help="Override a config key (repeatable); the value is read as YAML.")
-    @click.option("--log-level", default="WARNING", show_default=True,
-                  type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
-    @functools.wraps(fn)
-    def wrapper(conf_dir, overrides, log_level, **kwargs):
-        _setup_logging(log_level)
-        try:
-            conf = read_storm_config(conf_dir, parse_overrides(overrides))
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
-        return fn(conf=conf, cli_overrides=parse_overrides(overrides), **kwargs)
-
-    return wrapper
 
 
 @click.group()
@@ -64,7 +37,7 @@ def _spout_totals(stats: dict, spouts: set[str]) -> tuple[int, int, int, int]:
 @click.option("--duration", type=float, default=None, help="Seconds to run (default: until Ctrl-C).")
 @click.option("--name", default=None, help="Topology name (default: the file's directory name).")
 @common_options
-def local(file, duration, name, conf, cli_overrides):
+def local(file, duration, name, conf):
     """Run a topology file in an in-process LocalCluster."""
     from daemons.local import LocalCluster
     from daemons.topology_file import load_topology_file

@@ -7,11 +7,10 @@ sink command runs.
 from __future__ import annotations
 
 import logging
-import sys
 
 import click
 
-from cluster_state.config import ConfigError, parse_overrides, read_storm_config
+from daemons.cli_options import common_options
 
 log = logging.getLogger(__name__)
 
@@ -39,24 +38,16 @@ def _print_rows(columns: list[str], rows: list) -> None:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0),
               help="Rows to print (oldest commits first).")
 @click.option("--no-dedupe", is_flag=True, help="Show replayed duplicates too.")
-@click.option("--conf-dir", envvar="STORM_CONF_DIR", type=click.Path(file_okay=False),
-              help="Directory holding storm.yaml (its spark.* keys configure Spark).")
-@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spark.* key (repeatable).")
-@click.option("--log-level", default="WARNING", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
-def show(path, limit, no_dedupe, conf_dir, overrides, log_level):
-    """Print the rows of the sink table at PATH and its counts."""
-    logging.basicConfig(level=getattr(logging, log_level.upper(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
-                        stream=sys.stderr)
+@common_options
+def show(path, limit, no_dedupe, conf):
+    """Print the rows of the sink table at PATH and its counts (spark.* keys configure Spark)."""
     from executor.sinks import _layout as L
     from executor.sinks._session import _build_session, _existing_session, spark_settings
     from executor.sinks.spark import read_meta, read_table, table_stats
 
     try:
-        conf = read_storm_config(conf_dir, parse_overrides(overrides))
         meta = read_meta(path)
-    except (ConfigError, FileNotFoundError, L.SinkTableError) as exc:
+    except (FileNotFoundError, L.SinkTableError) as exc:
         raise click.ClickException(str(exc)) from None
     stats = table_stats(path)
     settings = {"spark.log.level": "ERROR", **spark_settings(conf)}

@@ -82,7 +82,6 @@ def unpack_batch(data: bytes, resolve: Resolver) -> list:
     return out
 
 
-_SIMPLE = frozenset([str, float, bool, type(None), bytes])
 # Types whose values never need a closer look (ints are range-checked in check_values).
 FAST_TYPES = frozenset([str, float, bool, type(None), bytes])
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
@@ -92,7 +91,7 @@ def check_values(values: Any) -> str | None:
     """None when msgpack can carry every value, else a description of the first bad one."""
     for v in values:
         t = type(v)
-        if t in _SIMPLE:
+        if t in FAST_TYPES:
             continue
         if t is int:
             if _INT_MIN <= v <= _INT_MAX:

@@ -110,7 +110,10 @@ def test_a_worker_killed_while_writing_leaves_a_readable_table_and_its_staging_i
 
         def staging_batches():
             staging = table / L.STAGING_DIR
-            return [p for d in staging.iterdir() if d.is_dir() for p in d.iterdir() if p.is_dir()]
+            try:
+                return [p for d in staging.iterdir() if d.is_dir() for p in d.iterdir() if p.is_dir()]
+            except FileNotFoundError:  # a batch was committed (renamed away) while we listed it
+                return []
 
         poll(staging_batches, timeout=30, interval=0.002, message="a write in progress")
         proc.send_signal(signal.SIGKILL)  # mid-write, most likely
