@@ -1,0 +1,289 @@
+"""The topology state machine (Storm's nimbus `state-transitions`) as a pure function.
+
+`transition(state, event, now)` returns `(new_state, actions)`; Nimbus persists the new state
+(see `apply_to_base`) and executes the actions in order. `now` is epoch seconds, passed in so a
+test drives the machine with a fake clock.
+
+    status       activate  deactivate  kill      rebalance    startup   remove   do-rebalance
+    active       (no-op)   inactive    killed    rebalancing  (no-op)   ignored  ignored
+    inactive     active    (no-op)     killed    rebalancing  (no-op)   ignored  ignored
+    killed       ILLEGAL   ILLEGAL     killed    ILLEGAL      re-arm    removed  ignored
+    rebalancing  ILLEGAL   ILLEGAL     killed    ILLEGAL      re-arm    ignored  prev status
+
+- kill: status `killed` at once (workers see a non-active status and deactivate their spouts);
+  the topology is removed after the wait (default: its `topology.message.timeout.secs`). A
+  second kill can only bring the removal forward: Storm's earlier timer still fires, so the
+  deadline is the earlier of the two.
+- rebalance: status `rebalancing`, remembering the status to return to; after the wait (same
+  default) the topology is rescheduled from scratch with the new worker/executor counts and the
+  remembered status is restored.
+- The deadline is stored as absolute epoch seconds in the storm base, so a restarted Nimbus
+  (`Startup`) re-arms the timer for the time that remains and a waiting kill or rebalance
+  survives the restart.
+- Timer events (`Remove`, `DoRebalance`) never raise: one that finds another status (e.g. the
+  rebalance timer of a topology killed meanwhile) is ignored, as Storm ignores it, and one that
+  fires before the deadline re-arms itself.
+- User events that make no sense in the status raise `IllegalTransitionError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Union
+
+from cluster_state.records import (
+    STATUS_ACTIVE,
+    STATUS_INACTIVE,
+    STATUS_KILLED,
+    STATUS_REBALANCING,
+    StormBase,
+)
+from executor.errors import InvalidTopologyError
+
+
+class IllegalTransitionError(RuntimeError):
+    """An event that the topology's status does not allow (e.g. activating a killed topology)."""
+
+    def __init__(self, topology: str, status: str, event: str) -> None:
+        self.topology = topology
+        self.status = status
+        self.event = event
+        super().__init__(f"topology {topology} is {status}: cannot {event} it")
+
+
+# ------------------------------------------------------------------ events
+
+
+@dataclass(frozen=True)
+class Activate:
+    name = "activate"
+
+
+@dataclass(frozen=True)
+class Deactivate:
+    name = "deactivate"
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Kill after `wait_secs` (None: the topology's message timeout)."""
+
+    wait_secs: float | None = None
+    name = "kill"
+
+
+@dataclass(frozen=True)
+class Rebalance:
+    """Reschedule after `wait_secs` with optional new worker and per-component executor counts."""
+
+    wait_secs: float | None = None
+    num_workers: int | None = None
+    component_executors: Mapping[str, int] | None = None
+    name = "rebalance"
+
+
+@dataclass(frozen=True)
+class Startup:
+    """Nimbus (re)started and found this topology in ZooKeeper."""
+
+    name = "startup"
+
+
+@dataclass(frozen=True)
+class Remove:
+    """Timer: a kill's wait elapsed."""
+
+    name = "remove"
+
+
+@dataclass(frozen=True)
+class DoRebalance:
+    """Timer: a rebalance's wait elapsed."""
+
+    name = "do-rebalance"
+
+
+Event = Union[Activate, Deactivate, Kill, Rebalance, Startup, Remove, DoRebalance]
+
+# ------------------------------------------------------------------ actions
+
+
+@dataclass(frozen=True)
+class SetStatus:
+    """Write the new state to `/storms/{id}` (status, pending kill/rebalance, counts)."""
+
+    status: str
+
+
+@dataclass(frozen=True)
+class ScheduleTimer:
+    """Deliver `event` to this topology at epoch second `at_secs` (now if already past)."""
+
+    at_secs: float
+    event: Event
+
+
+@dataclass(frozen=True)
+class RemoveTopology:
+    """Remove the topology's storm base and assignment (its workers then exit)."""
+
+
+@dataclass(frozen=True)
+class Reschedule:
+    """Reschedule the topology from scratch with these counts (already in the new state)."""
+
+    num_workers: int
+    component_executors: Mapping[str, int]
+
+
+Action = Union[SetStatus, ScheduleTimer, RemoveTopology, Reschedule]
+
+# ------------------------------------------------------------------ state
+
+
+@dataclass(frozen=True)
+class TopologyState:
+    """The part of a StormBase the state machine reads and writes, plus the default wait.
+
+    deadline_secs: when a pending kill/rebalance fires (epoch seconds); None when none is pending.
+    prev_status: the status a rebalance returns to.
+    rebalance_*: the counts a pending rebalance applies (None: unchanged).
+    """
+
+    topology_id: str
+    name: str
+    status: str
+    num_workers: int
+    component_executors: Mapping[str, int]
+    message_timeout_secs: float
+    prev_status: str | None = None
+    deadline_secs: float | None = None
+    wait_secs: float | None = None
+    rebalance_num_workers: int | None = None
+    rebalance_executors: Mapping[str, int] | None = field(default=None)
+
+
+def transition(state: TopologyState, event: Event, now: float) -> tuple[TopologyState | None, tuple[Action, ...]]:
+    """Apply `event` at time `now`; the new state is None once the topology is removed.
+
+    Raises IllegalTransitionError for a user event the status forbids and InvalidTopologyError
+    for bad kill/rebalance arguments (a negative wait, fewer than one worker or executor).
+    """
+    _check_arguments(state, event)
+    status = state.status
+    if isinstance(event, Startup):
+        timer = pending_timer(state, now)
+        return state, (() if timer is None else (timer,))
+    if isinstance(event, (Remove, DoRebalance)):
+        return _on_timer(state, event, now)
+    if isinstance(event, Kill):
+        return _kill(state, event, now)
+    if status in (STATUS_KILLED, STATUS_REBALANCING):
+        raise IllegalTransitionError(state.name, status, event.name)
+    if isinstance(event, Activate):
+        return _set(state, STATUS_ACTIVE)
+    if isinstance(event, Deactivate):
+        return _set(state, STATUS_INACTIVE)
+    if isinstance(event, Rebalance):
+        deadline = now + _wait(state, event.wait_secs)
+        new = replace(state, status=STATUS_REBALANCING, prev_status=status, deadline_secs=deadline,
+                      wait_secs=_wait(state, event.wait_secs), rebalance_num_workers=event.num_workers,
+                      rebalance_executors=None if event.component_executors is None
+                      else dict(event.component_executors))
+        return new, (SetStatus(STATUS_REBALANCING), ScheduleTimer(deadline, DoRebalance()))
+    raise TypeError(f"not a topology event: {event!r}")
+
+
+def pending_timer(state: TopologyState, now: float) -> ScheduleTimer | None:
+    """The timer a killed or rebalancing topology waits for (what a restarted Nimbus re-arms)."""
+    if state.status not in (STATUS_KILLED, STATUS_REBALANCING):
+        return None
+    # A base written without a deadline (by hand, or by an older Nimbus) waits the default again.
+    at = state.deadline_secs if state.deadline_secs is not None else now + state.message_timeout_secs
+    return ScheduleTimer(at, Remove() if state.status == STATUS_KILLED else DoRebalance())
+
+
+def _check_arguments(state: TopologyState, event: Event) -> None:
+    wait = getattr(event, "wait_secs", None)
+    if wait is not None and wait < 0:
+        raise InvalidTopologyError(f"{event.name} {state.name}: wait must be >= 0 seconds, got {wait}")
+    if isinstance(event, Rebalance):
+        if event.num_workers is not None and event.num_workers <= 0:
+            raise InvalidTopologyError(
+                f"rebalance {state.name}: number of workers must be greater than 0, got {event.num_workers}")
+        for comp, count in (event.component_executors or {}).items():
+            if count <= 0:
+                raise InvalidTopologyError(
+                    f"rebalance {state.name}: number of executors of {comp} must be greater than 0, got {count}")
+
+
+def _wait(state: TopologyState, wait_secs: float | None) -> float:
+    return state.message_timeout_secs if wait_secs is None else wait_secs
+
+
+def _set(state: TopologyState, status: str) -> tuple[TopologyState, tuple[Action, ...]]:
+    if state.status == status:
+        return state, ()  # activating an active topology is a no-op in Storm, not an error
+    return replace(state, status=status), (SetStatus(status),)
+
+
+def _kill(state: TopologyState, event: Kill, now: float) -> tuple[TopologyState, tuple[Action, ...]]:
+    wait = _wait(state, event.wait_secs)
+    deadline = now + wait
+    if state.status == STATUS_KILLED and state.deadline_secs is not None:
+        deadline = min(deadline, state.deadline_secs)  # the earlier timer still fires first
+    new = replace(state, status=STATUS_KILLED, prev_status=None, deadline_secs=deadline, wait_secs=wait,
+                  rebalance_num_workers=None, rebalance_executors=None)
+    return new, (SetStatus(STATUS_KILLED), ScheduleTimer(deadline, Remove()))
+
+
+def _on_timer(state: TopologyState, event: Remove | DoRebalance,
+              now: float) -> tuple[TopologyState | None, tuple[Action, ...]]:
+    expected = STATUS_KILLED if isinstance(event, Remove) else STATUS_REBALANCING
+    if state.status != expected:
+        return state, ()  # a stale timer (e.g. the topology was killed while rebalancing)
+    if state.deadline_secs is not None and now < state.deadline_secs:
+        return state, (ScheduleTimer(state.deadline_secs, event),)  # fired early: wait on
+    if isinstance(event, Remove):
+        return None, (RemoveTopology(),)
+    executors = dict(state.component_executors)
+    executors.update(state.rebalance_executors or {})  # Storm merges the overrides into the old map
+    workers = state.rebalance_num_workers or state.num_workers
+    restored = state.prev_status or STATUS_ACTIVE
+    new = replace(state, status=restored, num_workers=workers, component_executors=executors,
+                  prev_status=None, deadline_secs=None, wait_secs=None, rebalance_num_workers=None,
+                  rebalance_executors=None)
+    return new, (Reschedule(workers, executors), SetStatus(restored))
+
+
+# ------------------------------------------------------------------ StormBase mapping
+
+_ACTION_KILL = "kill"
+_ACTION_REBALANCE = "rebalance"
+
+
+def state_from_base(topology_id: str, base: StormBase, message_timeout_secs: float) -> TopologyState:
+    """The state machine's view of `/storms/{id}`; `message_timeout_secs` comes from the topology conf."""
+    opts: Mapping[str, Any] = base.topology_action_options or {}
+    executors = opts.get("component_executors")
+    return TopologyState(
+        topology_id=topology_id, name=base.storm_name, status=base.status, num_workers=base.num_workers,
+        component_executors=dict(base.component_executors), message_timeout_secs=message_timeout_secs,
+        prev_status=base.prev_status if base.status == STATUS_REBALANCING else None,
+        deadline_secs=opts.get("deadline_secs"), wait_secs=opts.get("wait_secs"),
+        rebalance_num_workers=opts.get("num_workers"),
+        rebalance_executors=None if executors is None else dict(executors))
+
+
+def apply_to_base(base: StormBase, state: TopologyState) -> StormBase:
+    """`base` updated with the state's status, pending action and counts (what SetStatus writes)."""
+    opts: dict[str, Any] | None = None
+    if state.status in (STATUS_KILLED, STATUS_REBALANCING):
+        opts = {"action": _ACTION_KILL if state.status == STATUS_KILLED else _ACTION_REBALANCE,
+                "deadline_secs": state.deadline_secs, "wait_secs": state.wait_secs}
+        if state.status == STATUS_REBALANCING:
+            opts["num_workers"] = state.rebalance_num_workers
+            opts["component_executors"] = (None if state.rebalance_executors is None
+                                           else dict(state.rebalance_executors))
+    return replace(base, status=state.status, prev_status=state.prev_status, num_workers=state.num_workers,
+                   component_executors=dict(state.component_executors), topology_action_options=opts)
