@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .dispatch import CallbackHub, EventDispatcher
 from .errors import ClusterStateError, ClusterStateUnavailableError, NodeExistsError, NoNodeError
 from .paths import normalize_path, parent_path
-from .protocol import ConnectionState, EventType, WatchCallback
+from .protocol import ConnectionState, EventType, WatchCallback, check_node_data
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +179,7 @@ class InMemoryClusterState:
 
     def set_ephemeral_node(self, path: str, data: bytes) -> None:
         full = self._abs(path)
+        data = check_node_data(path, data, full)
         self._mkdirs_abs(parent_path(full))
         for _ in range(10):
             owner = self.store.owner_of(full)
@@ -197,11 +198,13 @@ class InMemoryClusterState:
 
     def create_sequential(self, path: str, data: bytes) -> str:
         full = self._abs(path)
+        data = check_node_data(path, data, full)
         self._mkdirs_abs(parent_path(full))
         return self._rel(self.store.create(full, data, sequential=True))
 
     def set_data(self, path: str, data: bytes) -> None:
         full = self._abs(path)
+        data = check_node_data(path, data, full)
         for _ in range(10):
             try:
                 self.store.set(full, data)

@@ -14,6 +14,8 @@ Semantics both honour:
 - Registered callbacks receive `(EventType, path)` for every watch of this client that fires,
   on the client's own event thread, never on the thread that wrote and never on a ZooKeeper
   I/O thread. They must not block for long: hand work to another thread.
+- A write whose data would not fit in one ZooKeeper request (`check_node_data`) raises
+  NodeTooLargeError naming the path and size before anything is sent.
 - Ephemeral nodes belong to the client that set them and vanish when it closes (or its
   ZooKeeper session expires; the ZooKeeper client then re-creates them in its next session).
 """
@@ -22,6 +24,36 @@ from __future__ import annotations
 
 import enum
 from typing import Callable, Protocol, runtime_checkable
+
+from .errors import NodeTooLargeError
+
+# ZooKeeper's default jute.maxbuffer (0xfffff). The server drops the connection of a client
+# whose request packet (header, path, data, ACLs) is longer; kazoo then reconnects and
+# retries the same write, so without a check up front it looks like an outage.
+MAX_REQUEST_BYTES = 1048575
+# Room kept for the request header, length prefixes, version/flags and ACL entries
+# (measured: a create with the open ACL needs 47 bytes besides path and data).
+REQUEST_OVERHEAD_BYTES = 1024
+
+
+def max_node_bytes(server_path: str) -> int:
+    """Most data one write to `server_path` (the full path the server sees) can carry."""
+    return MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES - len(server_path.encode("utf-8"))
+
+
+def check_node_data(path: str, data: bytes, server_path: str | None = None) -> bytes:
+    """`data` as bytes if one write can carry it; NodeTooLargeError naming `path` otherwise.
+
+    Both ClusterState implementations call this before writing, so local mode refuses what
+    ZooKeeper would refuse. `server_path` is the path including the client's root (chroot).
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data for {path} must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    limit = max_node_bytes(server_path or path)
+    if len(data) > limit:
+        raise NodeTooLargeError(path, len(data), limit)
+    return data
 
 
 class EventType(str, enum.Enum):

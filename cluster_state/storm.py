@@ -9,6 +9,8 @@ must only hand work to the caller's own thread (e.g. put an event on its queue).
 
 Methods that scan many nodes (all supervisors' info, executor beats, errors) log and skip a
 node whose data cannot be decoded; methods that read one node raise DecodeError naming it.
+Writers refuse a record too large for one ZooKeeper node with NodeTooLargeError naming the
+record, its path and size; report_error shortens an oversized error text instead.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 from . import paths
 from .codec import decode_record, encode_record
-from .errors import ClusterStateError, DecodeError, NoNodeError
+from .errors import ClusterStateError, DecodeError, NodeTooLargeError, NoNodeError
 from .protocol import ClusterState, ConnectionState, EventType
 from .records import (
     Assignment,
@@ -122,6 +124,16 @@ class StormClusterState:
         data = self._cs.get_data(path, watch)
         return None if data is None else decode_record(data, path, cls)
 
+    def _write(self, path: str, record: Any, what: str, ephemeral: bool = False) -> None:
+        data = encode_record(record)
+        try:
+            if ephemeral:
+                self._cs.set_ephemeral_node(path, data)
+            else:
+                self._cs.set_data(path, data)
+        except NodeTooLargeError as exc:
+            raise exc.naming(what) from None
+
     def _children(self, path: str, watch: bool = False) -> list[str]:
         try:
             return self._cs.get_children(path, watch)
@@ -157,7 +169,7 @@ class StormClusterState:
 
     def set_assignment(self, storm_id: str, info: Assignment) -> None:
         _check(info, Assignment)
-        self._cs.set_data(paths.assignment_path(storm_id), encode_record(info))
+        self._write(paths.assignment_path(storm_id), info, f"the assignment of topology {storm_id}")
 
     # -- storms ------------------------------------------------------------------------------
 
@@ -171,7 +183,7 @@ class StormClusterState:
 
     def activate_storm(self, storm_id: str, storm_base: StormBase) -> None:
         _check(storm_base, StormBase)
-        self._cs.set_data(paths.storm_path(storm_id), encode_record(storm_base))
+        self._write(paths.storm_path(storm_id), storm_base, f"the storm base of topology {storm_id}")
 
     def update_storm(self, storm_id: str, new_elems: Mapping[str, Any] | None = None, **changes: Any) -> StormBase:
         """Merge fields into the storm base; `component_executors` is merged key by key (as in Storm)."""
@@ -187,7 +199,7 @@ class StormClusterState:
         if "component_executors" in updates:
             updates["component_executors"] = {**base.component_executors, **updates["component_executors"]}
         new_base = dataclasses.replace(base, **updates)
-        self._cs.set_data(path, encode_record(new_base))
+        self._write(path, new_base, f"the storm base of topology {storm_id}")
         return new_base
 
     def remove_storm_base(self, storm_id: str) -> None:
@@ -224,7 +236,8 @@ class StormClusterState:
     def supervisor_heartbeat(self, supervisor_id: str, info: SupervisorInfo) -> None:
         """Ephemeral: the node lives as long as this client's session."""
         _check(info, SupervisorInfo)
-        self._cs.set_ephemeral_node(paths.supervisor_path(supervisor_id), encode_record(info))
+        self._write(paths.supervisor_path(supervisor_id), info, f"the info of supervisor {supervisor_id}",
+                    ephemeral=True)
 
     # -- worker heartbeats -------------------------------------------------------------------
 
@@ -242,7 +255,8 @@ class StormClusterState:
 
     def worker_heartbeat(self, storm_id: str, node: str, port: int, info: WorkerHeartbeat) -> None:
         _check(info, WorkerHeartbeat)
-        self._cs.set_data(paths.workerbeat_path(storm_id, node, port), encode_record(info))
+        self._write(paths.workerbeat_path(storm_id, node, port), info,
+                    f"the heartbeat of topology {storm_id}'s worker {node}:{port}")
 
     def get_worker_heartbeat(self, storm_id: str, node: str, port: int) -> WorkerHeartbeat | None:
         return self._read(paths.workerbeat_path(storm_id, node, port), WorkerHeartbeat)
@@ -285,10 +299,25 @@ class StormClusterState:
         """Append an error node and keep only the newest MAX_ERRORS_PER_COMPONENT."""
         if isinstance(error, BaseException):
             error = "".join(traceback.format_exception(error))
-        info = ErrorInfo(str(error), int(time.time()), node, port)
+        text = str(error)
         path = paths.error_path(storm_id, component_id)
         self._cs.mkdirs(path)
-        self._cs.create_sequential(f"{path}/{paths.ERROR_NODE_PREFIX}", encode_record(info))
+        for _ in range(3):
+            info = ErrorInfo(text, int(time.time()), node, port)
+            try:
+                self._cs.create_sequential(f"{path}/{paths.ERROR_NODE_PREFIX}", encode_record(info))
+                break
+            except NodeTooLargeError as exc:
+                # An error report must not fail: keep the head and the tail (the exception line).
+                excess = exc.size - exc.limit + _STR_HEADER_SLACK
+                text_bytes = len(text.encode("utf-8"))
+                if excess >= text_bytes:
+                    raise exc.naming(f"an error of {storm_id}/{component_id}") from None
+                log.warning("error of %s/%s is %d bytes, over the ZooKeeper node limit: truncating it",
+                            storm_id, component_id, text_bytes)
+                text = truncate_text(text, text_bytes - excess)
+        else:
+            raise ClusterStateError(f"could not shorten an error of {storm_id}/{component_id} to fit {path}")
         numbered = self._error_children(path)
         for _, child in numbered[:-MAX_ERRORS_PER_COMPONENT]:
             self._cs.delete_node(f"{path}/{child}")
@@ -365,6 +394,25 @@ class StormClusterState:
 
     def __exit__(self, *exc: object) -> None:
         self.disconnect()
+
+
+# msgpack's string header grows with the length (up to 5 bytes); room for it and the marker.
+_STR_HEADER_SLACK = 16
+
+
+def truncate_text(text: str, max_bytes: int) -> str:
+    """`text` cut to at most `max_bytes` UTF-8 bytes, keeping its head and tail around a marker."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    marker = f"\n... [{len(encoded)} bytes, truncated to fit ZooKeeper] ...\n"
+    room = max_bytes - len(marker.encode("utf-8"))
+    if room <= 0:
+        return encoded[:max(max_bytes, 0)].decode("utf-8", "ignore")
+    head, tail = room // 2, room - room // 2
+    # errors="ignore" drops a multi-byte character cut in half at either edge.
+    return (encoded[:head].decode("utf-8", "ignore") + marker
+            + (encoded[-tail:].decode("utf-8", "ignore") if tail else ""))
 
 
 def _check(value: object, cls: type) -> None:

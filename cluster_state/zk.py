@@ -49,7 +49,7 @@ from .errors import (
     NotAuthorizedError,
 )
 from .paths import normalize_path
-from .protocol import ConnectionState, EventType, WatchCallback
+from .protocol import ConnectionState, EventType, WatchCallback, check_node_data
 from .settings import ZkSettings, zk_settings
 from .watchbook import ABSENT, WatchBook
 
@@ -234,6 +234,11 @@ class ZkClusterState:
     def _path(path: str) -> str:
         return normalize_path(path)
 
+    def _checked(self, path: str, data: bytes) -> bytes:
+        """Refuse data ZooKeeper would refuse (it drops the connection, which looks like an outage)."""
+        root = self.settings.root
+        return check_node_data(path, data, path if root == "/" else root + path)
+
     # -- watches -------------------------------------------------------------------------------
 
     def _data_watcher(self, event: WatchedEvent) -> None:
@@ -312,6 +317,7 @@ class ZkClusterState:
 
     def set_data(self, path: str, data: bytes) -> None:
         path = self._path(path)
+        data = self._checked(path, data)
         client = self._client
         for _ in range(10):
             try:
@@ -328,11 +334,13 @@ class ZkClusterState:
 
     def create_sequential(self, path: str, data: bytes) -> str:
         path = self._path(path)
+        data = self._checked(path, data)
         return self._op("create", path,
                         lambda: self._client.create_async(path, data, sequence=True, makepath=True))
 
     def set_ephemeral_node(self, path: str, data: bytes) -> None:
         path = self._path(path)
+        data = self._checked(path, data)  # before it is recorded: recovery would resend it forever
         with self._eph_lock:
             # Recorded first: if ZooKeeper is away now, recovery creates it on reconnect.
             self._ephemerals[path] = bytes(data)
