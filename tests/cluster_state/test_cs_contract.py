@@ -245,3 +245,15 @@ def test_closed_client_gets_no_more_events(new_client):
     observer = new_client()
     flush_events(observer, writer)
     assert rec.events == []
+
+
+def test_oversized_write_is_refused_before_sending(new_client):
+    from cluster_state.errors import NodeTooLargeError
+    from cluster_state.protocol import MAX_REQUEST_BYTES
+
+    cs = new_client()
+    for write in (lambda d: cs.set_data("/big", d), lambda d: cs.create_sequential("/big-", d),
+                  lambda d: cs.set_ephemeral_node("/big", d)):
+        with pytest.raises(NodeTooLargeError, match=f"{MAX_REQUEST_BYTES + 1} bytes to /big"):
+            write(b"x" * (MAX_REQUEST_BYTES + 1))
+    assert not cs.exists("/big") and cs.connection_state == ConnectionState.CONNECTED
