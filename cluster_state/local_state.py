@@ -53,6 +53,10 @@ _LOCK_NAME = ".lock"
 _VERSION_RE = re.compile(r"\A([0-9]{20,})\.state\Z")
 _TMP_RE = re.compile(r"\A\.tmp-[0-9]+-[0-9a-f]+\Z")
 _NAME_MAX = 255
+# Entries already warned about, process-wide: a daemon may open the same directory many times
+# (e.g. every worker's heartbeat dir on each sync) and must still warn once per damaged entry.
+_WARNED: set[str] = set()
+_WARNED_MAX = 10000
 # Kinds of directory entries, as classify() sees them.
 FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
 
@@ -189,7 +193,6 @@ class LocalState:
         self.directory = Path(directory)
         self.keep_versions = keep_versions
         self._lock = threading.RLock()
-        self._warned: set[str] = set()  # entry names already warned about (once each)
         self._ensure_directory()
 
     def _ensure_directory(self) -> None:
@@ -202,8 +205,11 @@ class LocalState:
             raise LocalStateError(str(self.directory), f"cannot create the directory: {exc.strerror or exc}") from None
 
     def _warn_once(self, name: str, message: str, *args: Any) -> None:
-        if name not in self._warned:
-            self._warned.add(name)
+        key = str(self.directory / name)
+        if key not in _WARNED:
+            if len(_WARNED) >= _WARNED_MAX:
+                _WARNED.clear()  # bounded memory; at worst a damaged entry is warned about again
+            _WARNED.add(key)
             log.warning(message, *args)
 
     # -- reading -----------------------------------------------------------------------------
@@ -283,6 +289,7 @@ class LocalState:
         with self._lock:
             if not self.directory.is_dir():
                 self._ensure_directory()  # removed meanwhile: a writable parent lets us go on
+                _WARNED.discard(str(self.directory))  # warn again if it disappears again
             lock_path = self.directory / _LOCK_NAME
             try:
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -353,7 +360,7 @@ class LocalState:
                 self._warn_once(name, "LocalState: cannot remove %s %s: %s", what, self.directory / name,
                                 exc.strerror or exc)
                 continue
-            self._warned.discard(name)
+            _WARNED.discard(str(self.directory / name))
             if what == "leftover temp file":
                 log.info("LocalState %s: removed leftover temp file %s", self.directory, name)
 

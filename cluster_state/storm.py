@@ -125,7 +125,7 @@ class StormClusterState:
         return None if data is None else decode_record(data, path, cls)
 
     def _write(self, path: str, record: Any, what: str, ephemeral: bool = False) -> None:
-        data = encode_record(record)
+        data = _encode(record, what)
         try:
             if ephemeral:
                 self._cs.set_ephemeral_node(path, data)
@@ -299,13 +299,15 @@ class StormClusterState:
         """Append an error node and keep only the newest MAX_ERRORS_PER_COMPONENT."""
         if isinstance(error, BaseException):
             error = "".join(traceback.format_exception(error))
-        text = str(error)
+        # Lone surrogates (from undecodable bytes) cannot be encoded: escape rather than fail.
+        text = str(error).encode("utf-8", "backslashreplace").decode("utf-8")
         path = paths.error_path(storm_id, component_id)
         self._cs.mkdirs(path)
         for _ in range(3):
             info = ErrorInfo(text, int(time.time()), node, port)
             try:
-                self._cs.create_sequential(f"{path}/{paths.ERROR_NODE_PREFIX}", encode_record(info))
+                self._cs.create_sequential(f"{path}/{paths.ERROR_NODE_PREFIX}",
+                                           _encode(info, f"an error of {storm_id}/{component_id}"))
                 break
             except NodeTooLargeError as exc:
                 # An error report must not fail: keep the head and the tail (the exception line).
@@ -413,6 +415,14 @@ def truncate_text(text: str, max_bytes: int) -> str:
     # errors="ignore" drops a multi-byte character cut in half at either edge.
     return (encoded[:head].decode("utf-8", "ignore") + marker
             + (encoded[-tail:].decode("utf-8", "ignore") if tail else ""))
+
+
+def _encode(record: Any, what: str) -> bytes:
+    try:
+        return encode_record(record)
+    except (TypeError, ValueError, OverflowError) as exc:
+        # e.g. an object in a heartbeat's stats, an int over 64 bits: name the record, not msgpack.
+        raise TypeError(f"cannot encode {what}: {exc}") from None
 
 
 def _check(value: object, cls: type) -> None:
