@@ -153,11 +153,6 @@ def _decode_payload(payload: bytes, crc: int, path: str) -> dict[str, Any]:
     return value
 
 
-def _decode_file(blob: bytes, path: str) -> dict[str, Any]:
-    crc, _ = _decode_header(blob[:_HEADER.size], len(blob), path)
-    return _decode_payload(blob[_HEADER.size:], crc, path)
-
-
 def _read_version_file(path: Path) -> dict[str, Any]:
     """One version's map. FileNotFoundError when it vanished; any other failure is a DecodeError."""
     # O_NOFOLLOW: never read through a link; O_NONBLOCK: a FIFO in its place must not hang us.
@@ -196,10 +191,10 @@ class LocalState:
         self._ensure_directory()
 
     def _ensure_directory(self) -> None:
-        if self.directory.exists() and not self.directory.is_dir():
-            raise LocalStateError(str(self.directory), "exists but is not a directory")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # exist_ok still refuses a non-directory
+            raise LocalStateError(str(self.directory), "exists but is not a directory") from None
         except OSError as exc:
             # e.g. a parent is a regular file, or permission denied.
             raise LocalStateError(str(self.directory), f"cannot create the directory: {exc.strerror or exc}") from None
