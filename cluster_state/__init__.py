@@ -9,7 +9,9 @@ from .errors import (
     ClusterStateError,
     ClusterStateUnavailableError,
     DecodeError,
+    LocalStateError,
     NodeExistsError,
+    NodeTooLargeError,
     NoNodeError,
     NotAuthorizedError,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "LS_WORKER_HEARTBEAT",
     "LocalAssignment",
     "LocalState",
+    "LocalStateError",
+    "NodeTooLargeError",
     "NoNodeError",
     "NodeExistsError",
     "NotAuthorizedError",

@@ -70,7 +70,7 @@ class LocalCluster:
         if daemon_conf:
             validate_config(daemon_conf, "LocalCluster config")
             self.conf.update(daemon_conf)
-        self._hub = InProcessHub()
+        self._hub = InProcessHub(byte_capacity=int(self.conf["topology.executor.receive.buffer.bytes"]))
         self._topologies: dict[str, _Topology] = {}
         self._lock = threading.RLock()
         self._ids = itertools.count(1)

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from daemons.local import LocalCluster
 from executor.components import Spout
-from executor.topology import ComponentSpec, StormTopology
+from executor.topology import StormTopology
 from executor.tuple import DEFAULT_STREAM, Fields, as_fields
 
 
@@ -111,7 +111,6 @@ def complete_topology(topology: StormTopology, mock_sources: dict[str, list] | N
     lists (each with a message id), wait until every one is acked or failed and the topology
     is idle, and return what every component emitted."""
     mock_sources = dict(mock_sources or {})
-    components: dict[str, ComponentSpec] = {}
     mocks: dict[str, _MockSpout] = {}
     for cid, spec in topology.components.items():
         if cid in mock_sources:
@@ -119,11 +118,7 @@ def complete_topology(topology: StormTopology, mock_sources: dict[str, list] | N
                 raise ValueError(f"mock_sources names {cid!r}, which is a bolt, not a spout")
             default = spec.streams.get(DEFAULT_STREAM)
             fields = default.fields if default else Fields([])
-            mock = _MockSpout(fields, spec.streams, [list(v) for v in mock_sources.pop(cid)])
-            mocks[cid] = mock
-            spec = copy.copy(spec)
-            spec.obj = mock
-        components[cid] = spec
+            mocks[cid] = _MockSpout(fields, spec.streams, [list(v) for v in mock_sources.pop(cid)])
     if mock_sources:
         raise ValueError(f"mock_sources names unknown spouts: {sorted(mock_sources)}")
     emitted: dict[tuple[str, str], list] = {}
@@ -138,7 +133,7 @@ def complete_topology(topology: StormTopology, mock_sources: dict[str, list] | N
     cluster = cluster or LocalCluster()
     name = f"complete-topology-{next(_names)}"
     try:
-        cluster.submit_topology(name, conf or {}, StormTopology(components), emit_listener=listener)
+        cluster.submit_topology(name, conf or {}, topology.with_objs(mocks), emit_listener=listener)
         deadline = time.monotonic() + timeout_secs
         idle_polls = 0
         while True:

@@ -13,10 +13,12 @@ from typing import Any, Callable
 
 from executor.errors import ComponentError, EmitError
 from executor.receive_queue import ReceiveQueue
-from executor.serialization import check_values
+from executor.serialization import LARGE_VALUE, batch_bytes, measure_values
 from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
+
+_LARGE_FLUSH = 1 << 20  # buffered bytes of large tuples that trigger a flush
 
 
 class TopologyStatus:
@@ -48,6 +50,7 @@ class ExecutorWiring:
     report_error: Callable[[str, int, BaseException], None]
     on_die: Callable[[ComponentError], None]
     emit_listener: Callable[[str, int, str, list], None] | None = None
+    on_cycle: bool = False                   # the component lies on a stream cycle
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,6 +69,10 @@ class ExecutorBase:
         self._task_slot = w.task_slot
         self._pending_emits: deque = deque()
         self._batch_size = max(1, int(w.conf.get("topology.producer.batch.size") or 1))
+        self._max_tuple_bytes = int(w.conf["topology.max.tuple.size.bytes"])
+        # Bytes of large tuples buffered since the last full flush: while non-zero, batches are
+        # measured for the queues' byte bound, and buffers are flushed every _LARGE_FLUSH bytes.
+        self._large_bytes = 0
         self._acker_tasks = list(w.acker_tasks)
         self._n_ackers = len(self._acker_tasks)
         self._has_ackers = self._n_ackers > 0
@@ -171,10 +178,28 @@ class ExecutorBase:
             msg = (f"emitted {len(values) if hasattr(values, '__len__') else '?'} values {values!r} "
                    f"but stream {stream!r} declares {out.n} fields {out.fields.to_list()}")
         else:
-            msg = check_values(values) or "invalid values"
+            msg = measure_values(values)[0] or "invalid values"
         exc = EmitError(f"component {self.component_id!r} task {task}, stream {stream!r}: {msg}")
         self.report_error(task, exc)
         raise exc
+
+    def check_emit(self, task, stream, values, out, direct: bool) -> None:
+        """The emit path's slow check, for tuples with a large, int or container value: raises
+        EmitError for a value msgpack cannot carry or a tuple over topology.max.tuple.size.bytes."""
+        problem, nbytes = measure_values(values)
+        if problem is not None:
+            self.emit_error(task, stream, values, out, direct)
+        if nbytes > self._max_tuple_bytes:
+            exc = EmitError(
+                f"component {self.component_id!r} task {task}, stream {stream!r}: tuple of about {nbytes} bytes "
+                f"exceeds topology.max.tuple.size.bytes ({self._max_tuple_bytes}); emit smaller tuples "
+                f"(e.g. a path or key instead of the data) or raise the limit")
+            self.report_error(task, exc)
+            raise exc
+        if nbytes >= LARGE_VALUE:
+            if self._large_bytes + nbytes > _LARGE_FLUSH:
+                self._flush()  # before this tuple joins the buffers: bounds what they hold
+            self._large_bytes += nbytes
 
     def report_error(self, task: int, exc: BaseException) -> None:
         log.error("component %r task %d reported: %s", self.component_id, task, exc)
@@ -192,21 +217,23 @@ class ExecutorBase:
         buf = self._bufs[i]
         self._bufs[i] = []
         q = self._slot_queues[i]
-        if self._pending_emits or not q.try_publish(buf):
-            self._pending_emits.append((q, buf))
+        nbytes = batch_bytes(buf) if self._large_bytes else 0
+        if self._pending_emits or not q.try_publish(buf, nbytes):
+            self._pending_emits.append((q, buf, nbytes))
 
     def _flush(self) -> None:
         bufs = self._bufs
         for i in range(len(bufs)):
             if bufs[i]:
                 self._flush_slot(i)
+        self._large_bytes = 0
 
     def _try_flush_pending(self) -> bool:
         """Publish pendingEmits in order, stopping at the first refusal; True when empty."""
         pe = self._pending_emits
         while pe:
-            q, b = pe[0]
-            if not q.try_publish(b):
+            q, b, nbytes = pe[0]
+            if not q.try_publish(b, nbytes):
                 return False
             pe.popleft()
         return True

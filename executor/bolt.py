@@ -12,10 +12,10 @@ from executor.serialization import (
     ACKER_ACK,
     ACKER_FAIL,
     ACKER_INIT,
-    FAST_TYPES,
+    LARGE_VALUE,
+    SCALAR_TYPES,
     SPOUT_ACK,
     SPOUT_FAIL,
-    check_values,
 )
 from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import BOLT_WAIT, make_wait_strategy
@@ -39,15 +39,22 @@ class OutputCollector:
         out = self._routes.get(stream)
         if out is None or out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=False)
-        for v in values:
-            if type(v) not in FAST_TYPES and check_values(values) is not None:
-                self._ex.emit_error(self._task, stream, values, out, direct=False)
+        for v in values:  # the common small str/scalar values pass with one len() or set lookup
+            t = type(v)
+            if t is str or t is bytes:
+                if len(v) < LARGE_VALUE:
+                    continue
+            elif t in SCALAR_TYPES:
+                continue
+            self._ex.check_emit(self._task, stream, values, out, False)
+            break
         return self._ex.bolt_emit(self._task, out, values, out.targets(values), anchors)
 
     def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
         out = self._routes.get(stream)
-        if out is None or not out.direct or len(values) != out.n or check_values(values) is not None:
+        if out is None or not out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=True)
+        self._ex.check_emit(self._task, stream, values, out, True)
         return self._ex.bolt_emit(self._task, out, values, out.direct_target(task), anchors)
 
     def ack(self, tup: Tuple) -> None:
@@ -93,9 +100,15 @@ class BasicOutputCollector:
         out = self._routes.get(stream)
         if out is None or out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=False)
-        for v in values:
-            if type(v) not in FAST_TYPES and check_values(values) is not None:
-                self._ex.emit_error(self._task, stream, values, out, direct=False)
+        for v in values:  # the common small str/scalar values pass with one len() or set lookup
+            t = type(v)
+            if t is str or t is bytes:
+                if len(v) < LARGE_VALUE:
+                    continue
+            elif t in SCALAR_TYPES:
+                continue
+            self._ex.check_emit(self._task, stream, values, out, False)
+            break
         ex = self._ex
         anchor = self.input
         if anchor.anchors_to_ids and ex._has_ackers:
@@ -170,6 +183,11 @@ class BoltExecutor(ExecutorBase):
     def __init__(self, w):
         super().__init__(w)
         self._bolt_wait = make_wait_strategy(self.conf, BOLT_WAIT, self.queue.wait)
+        # On a stream cycle, blocking input while the output is full can deadlock the cycle; with
+        # acking and max spout pending the tuple trees in flight are bounded, so pendingEmits is
+        # too, and the executor keeps consuming instead (beyond Storm, which deadlocks here).
+        self._consume_when_blocked = bool(
+            w.on_cycle and self._has_ackers and self.conf.get("topology.max.spout.pending"))
 
     # ---- emit path (hot) ----
     def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
@@ -254,11 +272,19 @@ class BoltExecutor(ExecutorBase):
         idle_wait = self._bolt_wait.idle
         process = self._process
         bp_idle = idle = 0
+        consume_when_blocked = self._consume_when_blocked
         while not stopped():
             if pe and not self._try_flush_pending():
-                bp_idle = bp_wait(bp_idle)
-                continue
-            bp_idle = 0
+                # Back-pressured: still take system tuples (ticks), so that timeouts, flushes and
+                # rotations keep happening while the data path is full.
+                for batch in queue.consume_system():
+                    process(batch)
+                    self._flush()
+                if not consume_when_blocked:
+                    bp_idle = bp_wait(bp_idle)
+                    continue
+            else:
+                bp_idle = 0
             batches = queue.consume(_CONSUME_MAX)
             if not batches:
                 idle = idle_wait(idle)

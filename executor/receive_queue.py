@@ -1,9 +1,16 @@
 """Bounded multi-producer single-consumer queue of tuple batches.
 
 Producers hand over whole batches (lists of (task_id, payload)) under a lock, so the lock is
-paid once per batch, not per tuple. The bound is in entries: a publish that would exceed it
-is refused (the producer keeps the batch in its pendingEmits and applies back-pressure).
-The consumer may wait for input; producers wake it only when it is actually waiting.
+paid once per batch, not per tuple. The bound is in entries and, for batches that carry large
+tuples, in bytes: a publish that would exceed either is refused (the producer keeps the batch
+in its pendingEmits and applies back-pressure). Only batches the producer measured (it does so
+once it has emitted a large tuple) count against the byte bound, so small-tuple traffic pays
+nothing for it; their memory is bounded by the entry count.
+
+System traffic (ticks) travels in a lane of its own that ignores the bounds and that a
+back-pressured consumer can drain without taking user tuples: timeouts must fire while the
+data path is full. The consumer may wait for input; producers wake it only when it is
+actually waiting.
 """
 
 from __future__ import annotations
@@ -14,46 +21,62 @@ from collections import deque
 
 
 class ReceiveQueue:
-    __slots__ = ("name", "capacity", "_lock", "_batches", "_size", "_event", "_waiting")
+    __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
+                 "_measured", "_event", "_waiting")
 
-    def __init__(self, capacity: int, name: str = ""):
+    def __init__(self, capacity: int, name: str = "", byte_capacity: int | None = None):
         if capacity < 1:
             raise ValueError(f"queue {name!r}: capacity must be >= 1")
+        if byte_capacity is not None and byte_capacity < 1:
+            raise ValueError(f"queue {name!r}: byte capacity must be >= 1")
         self.name = name
         self.capacity = capacity
+        self.byte_capacity = byte_capacity
         self._lock = threading.Lock()
         self._batches: deque = deque()
+        self._system: deque = deque()
         self._size = 0
+        self._bytes = 0
+        self._measured: dict[int, int] = {}  # id(batch) -> bytes, for measured batches only
         self._event = threading.Event()
         self._waiting = False
 
-    def try_publish(self, batch: list) -> bool:
-        """Enqueue a batch unless the queue is full; an empty queue accepts any batch."""
+    def try_publish(self, batch: list, nbytes: int = 0) -> bool:
+        """Enqueue a batch unless the queue is full; an empty queue accepts any batch.
+
+        nbytes > 0 marks a measured batch: it also needs room under the byte bound."""
         n = len(batch)
         with self._lock:
             size = self._size
-            if size and size + n > self.capacity:
+            if size and (size + n > self.capacity or (
+                    nbytes and self.byte_capacity is not None and self._bytes + nbytes > self.byte_capacity)):
                 return False
             self._batches.append(batch)
             self._size = size + n
+            if nbytes:
+                self._bytes += nbytes
+                self._measured[id(batch)] = nbytes
         if self._waiting:
             self._event.set()
         return True
 
     def publish_force(self, batch: list) -> None:
-        """Enqueue regardless of the bound: only for small system traffic (ticks)."""
+        """Enqueue system traffic (ticks) regardless of the bounds, in its own lane."""
         with self._lock:
-            self._batches.append(batch)
-            self._size += len(batch)
+            self._system.append(batch)
         if self._waiting:
             self._event.set()
 
     def consume(self, max_entries: int = 1 << 30) -> list:
-        """Take whole batches, at least one and up to about max_entries entries."""
-        if not self._size:
+        """Take whole batches: pending system batches first, then at least one and up to about
+        max_entries entries of user batches."""
+        if not self._size and not self._system:
             return []
         out = []
         with self._lock:
+            system = self._system
+            while system:
+                out.append(system.popleft())
             batches = self._batches
             taken = 0
             while batches and taken < max_entries:
@@ -61,6 +84,19 @@ class ReceiveQueue:
                 taken += len(b)
                 out.append(b)
             self._size -= taken
+            if self._measured:
+                measured = self._measured
+                for b in out:
+                    self._bytes -= measured.pop(id(b), 0)
+        return out
+
+    def consume_system(self) -> list:
+        """Take only the system batches (for a consumer that cannot take user tuples now)."""
+        if not self._system:
+            return []
+        with self._lock:
+            out = list(self._system)
+            self._system.clear()
         return out
 
     def wait(self, timeout: float) -> None:
@@ -71,7 +107,7 @@ class ReceiveQueue:
         self._event.clear()
         self._waiting = True
         try:
-            if not self._size:
+            if not self._size and not self._system:
                 self._event.wait(timeout)
         finally:
             self._waiting = False
@@ -80,7 +116,13 @@ class ReceiveQueue:
         self._event.set()
 
     def __len__(self) -> int:
-        return self._size
+        return self._size + len(self._system)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the measured batches queued now."""
+        return self._bytes
 
     def is_full(self) -> bool:
-        return self._size >= self.capacity
+        return self._size >= self.capacity or (
+            self.byte_capacity is not None and self._bytes >= self.byte_capacity)

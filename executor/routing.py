@@ -56,7 +56,7 @@ class StreamOut:
 
 
 def _make_grouper(g: Grouping, targets: list[int], fields: Fields, task_id: int, local_tasks: set[int],
-                  context: Any, component: str, stream: str):
+                  context: Any, component: str, stream: str, custom: Any = None):
     if g.kind in ("shuffle", "none"):
         return ShuffleGrouper(targets, random.Random())
     if g.kind == "fields":
@@ -70,7 +70,7 @@ def _make_grouper(g: Grouping, targets: list[int], fields: Fields, task_id: int,
     if g.kind == "local_or_shuffle":
         return LocalOrShuffleGrouper(targets, local_tasks, random.Random())
     if g.kind == "custom":
-        user = g.custom
+        user = custom
         prepare = getattr(user, "prepare", None)
         if callable(prepare):
             prepare(context, stream, list(targets))
@@ -95,17 +95,18 @@ def build_routes(topology: StormTopology, layout: TopologyLayout, component: str
     for stream, sspec in spec.streams.items():
         groupers = []
         direct_tasks: set[int] = set()
-        for target, grouping in topology.consumers(component, stream):
+        for target, grouping, index in topology.structure.subscriptions(component, stream):
             targets = layout.component_tasks.get(target, [])
             if not targets:
                 continue
             if grouping.kind == "direct":
                 direct_tasks.update(targets)
                 continue
+            custom = None
             if grouping.kind == "custom":
-                grouping = Grouping("custom", custom=copy_custom(grouping.custom))
+                custom = copy_custom(topology.custom_groupings[(target, index)])
             groupers.append(_make_grouper(grouping, targets, sspec.fields, task_id, local_tasks, context,
-                                          component, stream))
+                                          component, stream, custom))
         routes[stream] = StreamOut(component, stream, sspec.fields, sspec.direct, groupers,
                                    frozenset(direct_tasks))
     return routes

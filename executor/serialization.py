@@ -84,27 +84,54 @@ def unpack_batch(data: bytes, resolve: Resolver) -> list:
 
 # Types whose values never need a closer look (ints are range-checked in check_values).
 FAST_TYPES = frozenset([str, float, bool, type(None), bytes])
+# Values of these types have a small fixed size; str/bytes are measured only from LARGE_VALUE on.
+SCALAR_TYPES = frozenset([float, bool, type(None)])
+# A str/bytes value at least this long makes the emit path measure the tuple (size limit, byte
+# bounds of the queues); shorter ones cost one len() call.
+LARGE_VALUE = 1024
+_TUPLE_OVERHEAD = 64  # rough per-tuple bytes besides its values (object, anchors, framing)
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
 
 def check_values(values: Any) -> str | None:
     """None when msgpack can carry every value, else a description of the first bad one."""
+    return measure_values(values)[0]
+
+
+def measure_values(values: Any) -> tuple[str | None, int]:
+    """(problem, bytes): problem is None when msgpack can carry every value, else a description
+    of the first bad one; bytes estimates the tuple's serialized size (exact for str/bytes)."""
+    n = _TUPLE_OVERHEAD
     for v in values:
         t = type(v)
-        if t in FAST_TYPES:
-            continue
-        if t is int:
-            if _INT_MIN <= v <= _INT_MAX:
-                continue
-            return f"integer {v} does not fit in 64 bits"
-        try:
-            msgpack.packb(v, use_bin_type=True)
-        except (TypeError, ValueError, OverflowError) as exc:
-            return f"value {v!r} of type {t.__name__} cannot be serialized ({exc})"
-    return None
+        if t is str:
+            n += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
+        elif t is bytes:
+            n += len(v)
+        elif t in SCALAR_TYPES:
+            n += 9
+        elif t is int:
+            if not _INT_MIN <= v <= _INT_MAX:
+                return f"integer {v} does not fit in 64 bits", n
+            n += 9
+        else:
+            try:
+                n += len(msgpack.packb(v, use_bin_type=True))
+            except (TypeError, ValueError, OverflowError) as exc:
+                return f"value {v!r:.200} of type {t.__name__} cannot be serialized ({exc})", n
+    return None, n
 
 
+def batch_bytes(batch: list) -> int:
+    """Estimated bytes of a batch of (task, payload) entries; control payloads are small."""
+    n = 0
+    for _task, p in batch:
+        if type(p) is tuple:
+            n += 32
+        else:
+            n += measure_values(p.values)[1]
+    return n
 
 
-__all__ = ["pack_batch", "unpack_batch", "check_values", "DecodeError", "TUPLE", "ACKER_INIT",
+__all__ = ["pack_batch", "unpack_batch", "check_values", "measure_values", "batch_bytes", "DecodeError", "TUPLE", "ACKER_INIT",
            "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL"]

@@ -10,7 +10,7 @@ from random import getrandbits
 
 from executor.base import ExecutorBase
 from executor.rotating_map import RotatingMap
-from executor.serialization import ACKER_INIT, FAST_TYPES, SPOUT_ACK, SPOUT_FAIL, check_values
+from executor.serialization import ACKER_INIT, LARGE_VALUE, SCALAR_TYPES, SPOUT_ACK, SPOUT_FAIL
 from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import SPOUT_WAIT, make_wait_strategy
 
@@ -32,15 +32,22 @@ class SpoutOutputCollector:
         out = self._routes.get(stream)
         if out is None or out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=False)
-        for v in values:
-            if type(v) not in FAST_TYPES and check_values(values) is not None:
-                self._ex.emit_error(self._task, stream, values, out, direct=False)
+        for v in values:  # the common small str/scalar values pass with one len() or set lookup
+            t = type(v)
+            if t is str or t is bytes:
+                if len(v) < LARGE_VALUE:
+                    continue
+            elif t in SCALAR_TYPES:
+                continue
+            self._ex.check_emit(self._task, stream, values, out, False)
+            break
         return self._ex.send_spout_msg(self._task, out, values, out.targets(values), msg_id)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
         out = self._routes.get(stream)
-        if out is None or not out.direct or len(values) != out.n or check_values(values) is not None:
+        if out is None or not out.direct or len(values) != out.n:
             self._ex.emit_error(self._task, stream, values, out, direct=True)
+        self._ex.check_emit(self._task, stream, values, out, True)
         return self._ex.send_spout_msg(self._task, out, values, out.direct_target(task), msg_id)
 
     def report_error(self, exc: BaseException) -> None:

@@ -2,85 +2,90 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from executor.components import OutputFieldsDeclarer
 from executor.errors import InvalidTopologyError
+from executor.structure import (
+    GROUPING_KINDS,
+    ComponentStructure,
+    Grouping,
+    StreamSpec,
+    Subscription,
+    TopologyStructure,
+    check_component,
+    check_subscription,
+)
 from executor.tuple import DEFAULT_STREAM, Fields, as_fields
 
-GROUPING_KINDS = ("shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle",
-                  "partial_key", "custom")
+__all__ = ["GROUPING_KINDS", "Grouping", "StreamSpec", "Subscription", "StormTopology", "TopologyBuilder",
+           "SpoutDeclarer", "BoltDeclarer"]
 
-
-@dataclass(frozen=True)
-class Grouping:
-    kind: str
-    fields: Fields | None = None
-    custom: Any = None
-
-
-@dataclass(frozen=True)
-class Subscription:
-    source: str
-    stream: str
-    grouping: Grouping
-
-
-@dataclass(frozen=True)
-class StreamSpec:
-    fields: Fields
-    direct: bool
-
-
-@dataclass
-class ComponentSpec:
-    id: str
-    kind: str  # "spout" or "bolt"
-    obj: Any
-    parallelism: int
-    num_tasks: int | None = None
-    conf: dict[str, Any] = field(default_factory=dict)
-    inputs: list[Subscription] = field(default_factory=list)
-    streams: dict[str, StreamSpec] = field(default_factory=dict)
-
-    @property
-    def tasks(self) -> int:
-        return self.num_tasks if self.num_tasks is not None else self.parallelism
+log = logging.getLogger(__name__)
 
 
 class StormTopology:
-    """A validated topology: components with their streams and subscriptions."""
+    """A validated topology: its structure (plain data) plus the live component instances and
+    custom groupings the submitter or a worker built from the topology file."""
 
-    def __init__(self, components: dict[str, ComponentSpec]):
-        self.components = components
-        consumers: dict[tuple[str, str], list[tuple[str, Grouping]]] = {}
-        for spec in components.values():
-            for sub in spec.inputs:
-                consumers.setdefault((sub.source, sub.stream), []).append((spec.id, sub.grouping))
-        self._consumers = consumers
+    def __init__(self, structure: TopologyStructure, objs: Mapping[str, Any],
+                 custom_groupings: Mapping[tuple[str, int], Any] | None = None):
+        self.structure = structure
+        self.objs = dict(objs)
+        # (subscribing component, index in its inputs) -> the user's CustomStreamGrouping
+        self.custom_groupings = dict(custom_groupings or {})
+
+    @property
+    def components(self) -> dict[str, ComponentStructure]:
+        return self.structure.components
 
     def consumers(self, component_id: str, stream: str) -> list[tuple[str, Grouping]]:
-        """(target component, grouping) for every subscriber of a component's stream."""
-        return self._consumers.get((component_id, stream), [])
+        return self.structure.consumers(component_id, stream)
 
     @property
-    def spouts(self) -> dict[str, ComponentSpec]:
-        return {k: v for k, v in self.components.items() if v.kind == "spout"}
+    def spouts(self) -> dict[str, ComponentStructure]:
+        return self.structure.spouts
 
     @property
-    def bolts(self) -> dict[str, ComponentSpec]:
-        return {k: v for k, v in self.components.items() if v.kind == "bolt"}
+    def bolts(self) -> dict[str, ComponentStructure]:
+        return self.structure.bolts
+
+    @property
+    def cycles(self) -> list[str]:
+        return self.structure.cycles
+
+    @property
+    def cycle_members(self) -> frozenset[str]:
+        return self.structure.cycle_members
 
     def stream_fields(self, component_id: str, stream: str) -> Fields:
-        return self.components[component_id].streams[stream].fields
+        return self.structure.stream_fields(component_id, stream)
+
+    def with_objs(self, replacements: Mapping[str, Any]) -> "StormTopology":
+        """The same structure with some component instances replaced (e.g. mock spouts)."""
+        return StormTopology(self.structure, {**self.objs, **replacements}, self.custom_groupings)
 
     def __repr__(self) -> str:
         return f"StormTopology({list(self.components)})"
 
 
+@dataclass
+class _BuildSpec:
+    """A component while the builder collects it (mutable; becomes a ComponentStructure)."""
+
+    id: str
+    kind: str
+    obj: Any
+    parallelism: int
+    num_tasks: int | None = None
+    conf: dict[str, Any] = field(default_factory=dict)
+    inputs: list[tuple[Subscription, Any]] = field(default_factory=list)  # (subscription, custom obj)
+
+
 class _Declarer:
-    def __init__(self, builder: "TopologyBuilder", spec: ComponentSpec):
+    def __init__(self, builder: "TopologyBuilder", spec: _BuildSpec):
         self._builder = builder
         self._spec = spec
 
@@ -104,8 +109,8 @@ class SpoutDeclarer(_Declarer):
 class BoltDeclarer(_Declarer):
     """Returned by set_bolt: subscribe the bolt to other components' streams."""
 
-    def _sub(self, component: str, stream: str, grouping: Grouping):
-        self._spec.inputs.append(Subscription(component, stream, grouping))
+    def _sub(self, component: str, stream: str, grouping: Grouping, custom: Any = None):
+        self._spec.inputs.append((Subscription(component, stream, grouping), custom))
         return self
 
     def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM):
@@ -133,7 +138,7 @@ class BoltDeclarer(_Declarer):
         return self._sub(component, stream, Grouping("partial_key", fields=self._fields(fields)))
 
     def custom_grouping(self, component: str, grouping: Any, stream: str = DEFAULT_STREAM):
-        return self._sub(component, stream, Grouping("custom", custom=grouping))
+        return self._sub(component, stream, Grouping("custom"), custom=grouping)
 
     def _fields(self, fields) -> Fields:
         try:
@@ -144,7 +149,7 @@ class BoltDeclarer(_Declarer):
 
 class TopologyBuilder:
     def __init__(self):
-        self._specs: dict[str, ComponentSpec] = {}
+        self._specs: dict[str, _BuildSpec] = {}
         self._problems: list[str] = []
 
     def set_spout(self, id: str, spout: Any, parallelism_hint: int = 1) -> SpoutDeclarer:
@@ -153,8 +158,8 @@ class TopologyBuilder:
     def set_bolt(self, id: str, bolt: Any, parallelism_hint: int = 1) -> BoltDeclarer:
         return BoltDeclarer(self, self._add(id, "bolt", bolt, parallelism_hint))
 
-    def _add(self, id: str, kind: str, obj: Any, parallelism: int) -> ComponentSpec:
-        spec = ComponentSpec(id=id, kind=kind, obj=obj, parallelism=parallelism)
+    def _add(self, id: str, kind: str, obj: Any, parallelism: int) -> _BuildSpec:
+        spec = _BuildSpec(id=id, kind=kind, obj=obj, parallelism=parallelism)
         if id in self._specs:
             self._problems.append(f"duplicate component id {id!r}")
         else:
@@ -165,50 +170,58 @@ class TopologyBuilder:
         """Validate everything and return the topology; raises InvalidTopologyError."""
         if self._problems:
             raise InvalidTopologyError(self._problems[0])
+        components: dict[str, ComponentStructure] = {}
         for spec in self._specs.values():
-            _check_component(spec)
-            spec.streams = _declared_streams(spec)
+            _check_instance(spec)
+            comp = components[spec.id] = ComponentStructure(
+                id=spec.id, kind=spec.kind, parallelism=spec.parallelism, num_tasks=spec.num_tasks,
+                conf=_component_conf(spec), inputs=tuple(sub for sub, _custom in spec.inputs),
+                streams=_declared_streams(spec))
+            check_component(comp)
+        customs: dict[tuple[str, int], Any] = {}
         for spec in self._specs.values():
-            for sub in spec.inputs:
-                _check_subscription(spec, sub, self._specs)
-        return StormTopology(dict(self._specs))
+            for i, (sub, custom) in enumerate(spec.inputs):
+                check_subscription(components[spec.id], sub, components)
+                if sub.grouping.kind == "custom":
+                    if not callable(getattr(custom, "choose_tasks", None)):
+                        raise InvalidTopologyError(
+                            f"bolt {spec.id!r}: custom grouping on {sub.source!r} must have a "
+                            f"choose_tasks(task_id, values) method")
+                    customs[(spec.id, i)] = custom
+        structure = TopologyStructure(components)
+        for cycle in structure.cycles:
+            log.warning("topology has a cycle: %s. Tuples can go round it, but with every queue on it "
+                        "full it deadlocks unless topology.max.spout.pending bounds the tuples in flight",
+                        cycle)
+        return StormTopology(structure, {cid: spec.obj for cid, spec in self._specs.items()}, customs)
 
 
-def _check_component(spec: ComponentSpec) -> None:
+def _check_instance(spec: _BuildSpec) -> None:
+    """The rules that need the live instance (the rest are in executor.structure)."""
     cid = spec.id
     if not isinstance(cid, str) or not cid:
         raise InvalidTopologyError(f"component id must be a non-empty string, got {cid!r}")
-    if cid.startswith("__"):
-        raise InvalidTopologyError(f"component id {cid!r} starts with '__', which is reserved for system components")
-    if not isinstance(spec.parallelism, int) or isinstance(spec.parallelism, bool) or spec.parallelism < 1:
-        raise InvalidTopologyError(f"component {cid!r}: parallelism must be an integer >= 1, got {spec.parallelism!r}")
-    if spec.num_tasks is not None and (not isinstance(spec.num_tasks, int) or isinstance(spec.num_tasks, bool)
-                                      or spec.num_tasks < 1):
-        raise InvalidTopologyError(f"component {cid!r}: number of tasks must be an integer >= 1, got {spec.num_tasks!r}")
     needed = ("next_tuple",) if spec.kind == "spout" else ("execute",)
     for attr in needed:
         if not callable(getattr(spec.obj, attr, None)):
             raise InvalidTopologyError(
                 f"{spec.kind} {cid!r}: {type(spec.obj).__name__} has no {attr}() method "
                 f"(pass an instance of a Spout/Bolt/BasicBolt subclass)")
-    if spec.kind == "spout" and spec.inputs:
-        raise InvalidTopologyError(f"spout {cid!r} cannot subscribe to streams")
     if not isinstance(spec.conf, dict):
         raise InvalidTopologyError(f"component {cid!r}: configuration must be a dict")
+
+
+def _component_conf(spec: _BuildSpec) -> dict[str, Any]:
+    """add_configuration() entries over the instance's get_component_configuration()."""
     extra = getattr(spec.obj, "get_component_configuration", None)
-    if callable(extra):
-        more = extra()
-        if more:
-            spec.conf = {**dict(more), **spec.conf}
-    from cluster_state.config import ConfigError, validate_config
-
-    try:
-        validate_config(spec.conf, f"component {cid!r} configuration")
-    except ConfigError as exc:
-        raise InvalidTopologyError(str(exc)) from None
+    more = extra() if callable(extra) else None
+    if more and not isinstance(more, Mapping):
+        raise InvalidTopologyError(f"component {spec.id!r}: get_component_configuration() must return a dict, "
+                                   f"got {type(more).__name__}")
+    return {**dict(more or {}), **spec.conf}
 
 
-def _declared_streams(spec: ComponentSpec) -> dict[str, StreamSpec]:
+def _declared_streams(spec: _BuildSpec) -> dict[str, StreamSpec]:
     declarer = OutputFieldsDeclarer(spec.id)
     try:
         spec.obj.declare_output_fields(declarer)
@@ -217,39 +230,4 @@ def _declared_streams(spec: ComponentSpec) -> dict[str, StreamSpec]:
     except Exception as exc:  # user code: name the component
         raise InvalidTopologyError(
             f"component {spec.id!r}: declare_output_fields raised {type(exc).__name__}: {exc}") from exc
-    for stream in declarer.streams:
-        if stream.startswith("__"):
-            raise InvalidTopologyError(
-                f"component {spec.id!r} declares stream {stream!r}; ids starting with '__' are reserved")
     return {s: StreamSpec(f, d) for s, (f, d) in declarer.streams.items()}
-
-
-def _check_subscription(spec: ComponentSpec, sub: Subscription, specs: dict[str, ComponentSpec]) -> None:
-    where = f"bolt {spec.id!r}"
-    source = specs.get(sub.source)
-    if source is None:
-        raise InvalidTopologyError(f"{where} subscribes to unknown component {sub.source!r}")
-    stream = source.streams.get(sub.stream)
-    if stream is None:
-        raise InvalidTopologyError(
-            f"{where} subscribes to stream {sub.stream!r} of {sub.source!r}, which declares only "
-            f"{sorted(source.streams)}")
-    g = sub.grouping
-    if g.kind in ("fields", "partial_key"):
-        if len(g.fields) == 0:
-            raise InvalidTopologyError(f"{where}: {g.kind} grouping on {sub.source!r} needs at least one field")
-        for f in g.fields:
-            if f not in stream.fields:
-                raise InvalidTopologyError(
-                    f"{where}: {g.kind} grouping on field {f!r}, but stream {sub.stream!r} of "
-                    f"{sub.source!r} declares only {stream.fields.to_list()}")
-    if g.kind == "direct" and not stream.direct:
-        raise InvalidTopologyError(
-            f"{where}: direct grouping on stream {sub.stream!r} of {sub.source!r}, which is not declared direct")
-    if g.kind != "direct" and stream.direct:
-        raise InvalidTopologyError(
-            f"{where}: {g.kind} grouping on stream {sub.stream!r} of {sub.source!r}, which is declared "
-            f"direct (use direct_grouping)")
-    if g.kind == "custom" and not callable(getattr(g.custom, "choose_tasks", None)):
-        raise InvalidTopologyError(
-            f"{where}: custom grouping on {sub.source!r} must have a choose_tasks(task_id, values) method")

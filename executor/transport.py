@@ -2,8 +2,8 @@
 serves local mode (several in-process workers), the ZeroMQ one serves distributed mode.
 
 A worker binds one receiver on its own address and sends serialized batches to peers.
-Sends block (politely, checking a stop flag) while the peer's inbox is full, so a slow
-worker back-pressures its senders instead of growing memory.
+Sends block (politely, checking a stop flag) while the peer's inbox is full (in payloads, or
+in bytes), so a slow worker back-pressures its senders instead of growing memory.
 """
 
 from __future__ import annotations
@@ -28,11 +28,20 @@ class Transport(Protocol):
 
 
 class _Inbox:
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, byte_capacity: int | None = None):
         self.capacity = capacity
+        self.byte_capacity = byte_capacity
         self.items: deque[bytes] = deque()
+        self.nbytes = 0
         self.cond = threading.Condition()
         self.closed = False
+
+    def full_for(self, payload: bytes) -> bool:
+        """Whether payload must wait; an empty inbox takes any payload."""
+        if not self.items:
+            return False
+        return len(self.items) >= self.capacity or (
+            self.byte_capacity is not None and self.nbytes + len(payload) > self.byte_capacity)
 
     def recv(self, timeout: float) -> bytes | None:
         with self.cond:
@@ -41,6 +50,7 @@ class _Inbox:
             if not self.items:
                 return None
             item = self.items.popleft()
+            self.nbytes -= len(item)
             self.cond.notify_all()  # a blocked sender may proceed
             return item
 
@@ -53,8 +63,9 @@ class _Inbox:
 class InProcessHub:
     """The shared 'network' of one LocalCluster: address -> inbox."""
 
-    def __init__(self, capacity: int = 64):
+    def __init__(self, capacity: int = 64, byte_capacity: int | None = None):
         self.capacity = capacity
+        self.byte_capacity = byte_capacity
         self._inboxes: dict[Hashable, _Inbox] = {}
         self._lock = threading.Lock()
 
@@ -65,7 +76,7 @@ class InProcessHub:
         with self._lock:
             inbox = self._inboxes.get(address)
             if inbox is None or inbox.closed:
-                inbox = self._inboxes[address] = _Inbox(self.capacity)
+                inbox = self._inboxes[address] = _Inbox(self.capacity, self.byte_capacity)
             return inbox
 
     def unbind(self, address: Hashable, inbox: _Inbox) -> None:
@@ -104,11 +115,12 @@ class InProcessTransport:
         if inbox is None:
             return False
         with inbox.cond:
-            if len(inbox.items) >= inbox.capacity and not inbox.closed:
+            if inbox.full_for(payload) and not inbox.closed:
                 inbox.cond.wait(timeout)
-            if inbox.closed or len(inbox.items) >= inbox.capacity:
+            if inbox.closed or inbox.full_for(payload):
                 return False
             inbox.items.append(payload)
+            inbox.nbytes += len(payload)
             inbox.cond.notify_all()
             return True
 

@@ -23,7 +23,7 @@ from executor.errors import ComponentError, InvalidTopologyError
 from executor.layout import ACKER_COMPONENT, TopologyLayout
 from executor.receive_queue import ReceiveQueue
 from executor.routing import build_routes
-from executor.serialization import DecodeError, pack_batch, unpack_batch
+from executor.serialization import LARGE_VALUE, DecodeError, pack_batch, unpack_batch
 from executor.spout import SpoutExecutor
 from executor.topology import StormTopology
 from executor.tuple import make_tick
@@ -126,11 +126,12 @@ class Worker:
         conf = self.conf
         layout = self.layout
         capacity = int(conf["topology.executor.receive.buffer.size"])
+        byte_capacity = int(conf["topology.executor.receive.buffer.bytes"])
         batch = int(conf.get("topology.producer.batch.size") or 1)
         queues = []
         for s, e in self.executor_ids:
             comp = layout.task_to_component[s]
-            q = ReceiveQueue(capacity, f"{comp}[{s}-{e}]")
+            q = ReceiveQueue(capacity, f"{comp}[{s}-{e}]", byte_capacity)
             queues.append(q)
             for t in range(s, e + 1):
                 self._task_queue[t] = q
@@ -139,7 +140,7 @@ class Worker:
         remote = [t for t in layout.task_to_component if t not in self.local_tasks]
         if remote:
             self._transfer_queue = ReceiveQueue(int(conf["topology.transfer.buffer.size"]) * batch,
-                                                f"transfer-{self.address}")
+                                                f"transfer-{self.address}", byte_capacity)
             slot_queues.append(self._transfer_queue)
         transfer_slot = len(slot_queues) - 1
         task_slot = {t: (slot_of_queue[id(self._task_queue[t])] if t in self.local_tasks else transfer_slot)
@@ -164,7 +165,8 @@ class Worker:
                 storm_id=self.storm_id, component_id=comp, task_ids=tasks, objs=objs, contexts=contexts,
                 routes=routes, conf=econf, queue=q, slot_queues=slot_queues, task_slot=task_slot,
                 acker_tasks=acker_tasks, status=self.status, report_error=self._on_error,
-                on_die=self._executor_died, emit_listener=self._emit_listener)
+                on_die=self._executor_died, emit_listener=self._emit_listener,
+                on_cycle=comp in self.topology.cycle_members)
             if comp == ACKER_COMPONENT:
                 kind, ex = "acker", AckerExecutor(wiring)
             elif self.topology.components[comp].kind == "spout":
@@ -178,9 +180,8 @@ class Worker:
 
     def _copy_component(self, comp: str):
         # Each task gets its own instance, as if deserialized from the submitted topology.
-        spec = self.topology.components[comp]
         try:
-            obj = copy.deepcopy(spec.obj)
+            obj = copy.deepcopy(self.topology.objs[comp])
         except Exception as exc:
             raise InvalidTopologyError(
                 f"component {comp!r}: its instance cannot be copied per task ({type(exc).__name__}: {exc}); "
@@ -281,6 +282,9 @@ class Worker:
             except (DecodeError, KeyError) as exc:
                 log.error("worker %s: dropping undecodable batch: %s", self.address, exc)
                 continue
+            # Large tuples count against the queues' byte bound by their share of the payload.
+            share = len(data) // max(1, len(entries))
+            measured = share >= LARGE_VALUE
             groups: dict[int, tuple[ReceiveQueue, list]] = {}
             for entry in entries:
                 q = task_queue.get(entry[0])
@@ -292,7 +296,8 @@ class Worker:
                     g = groups[id(q)] = (q, [])
                 g[1].append(entry)
             for q, batch in groups.values():
-                while not q.try_publish(batch):  # back-pressure: hold the receiver, never drop
+                nbytes = share * len(batch) if measured else 0
+                while not q.try_publish(batch, nbytes):  # back-pressure: hold the receiver, never drop
                     if self._stop.wait(0.0005):
                         return
 
