@@ -21,13 +21,13 @@ from daemons.scheduler import assign_round_robin, executors_by_slot
 from executor.base import TopologyStatus
 from executor.errors import AlreadyAliveError, ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
+from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
 from executor.worker import Worker
 
 log = logging.getLogger(__name__)
 
-_BAD_NAME_CHARS = "/.:\\"
 _FIRST_PORT = 6700
 
 
@@ -53,15 +53,6 @@ class _Topology:
     errors: list[ErrorRecord] = field(default_factory=list)
     died: list[ComponentError] = field(default_factory=list)
     launch_time: float = field(default_factory=time.time)
-
-
-def validate_topology_name(name: Any) -> None:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidTopologyError(f"topology name must be a non-empty string, got {name!r}")
-    bad = [c for c in _BAD_NAME_CHARS if c in name]
-    if bad:
-        raise InvalidTopologyError(
-            f"topology name {name!r} contains {' '.join(repr(c) for c in bad)}; names cannot contain / . : \\")
 
 
 class LocalCluster:

@@ -195,6 +195,20 @@ class _Reader:
 
 
 # ---- validation: the rules create_topology() applies, on data alone ----
+_BAD_NAME_CHARS = "/.:\\"
+
+
+def validate_topology_name(name: Any) -> None:
+    """Storm's rule: a non-empty name without / . : \\ (it becomes part of paths and ids)."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidTopologyError(f"topology name must be a non-empty string, got {name!r}")
+    bad = [c for c in _BAD_NAME_CHARS if c in name]
+    if bad:
+        raise InvalidTopologyError(
+            f"topology name {name!r} contains {' '.join(repr(c) for c in bad)}; names cannot contain / . : \\")
+
+
+
 def _is_count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
