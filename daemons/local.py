@@ -24,7 +24,7 @@ from executor.layout import TopologyLayout, compute_layout, num_ackers
 from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
-from executor.worker import Worker
+from executor.worker import Worker, WorkerEvents, WorkerSpec
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +127,9 @@ class LocalCluster:
         def on_error(component: str, task: int, exc: BaseException) -> None:
             rec.errors.append(ErrorRecord(component, task, f"{type(exc).__name__}: {exc}", time.time()))
 
-        return Worker(rec.storm_id, rec.topology, rec.conf, rec.layout, executors, slot, task_address,
-                      self._hub.transport(), rec.status, on_error, self._worker_died(rec),
-                      emit_listener=rec.emit_listener, port=slot[1])
+        spec = WorkerSpec(rec.storm_id, rec.conf, rec.layout, tuple(executors), slot, task_address, port=slot[1])
+        events = WorkerEvents(on_error, self._worker_died(rec), emit_listener=rec.emit_listener)
+        return Worker(spec, rec.topology, self._hub.transport(), rec.status, events)
 
     def _worker_died(self, rec: _Topology):
         def on_die(worker: Worker, err: ComponentError) -> None:

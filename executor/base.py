@@ -67,6 +67,7 @@ class ExecutorBase:
         self._slot_queues = list(w.slot_queues)
         self._bufs: list[list] = [[] for _ in self._slot_queues]
         self._task_slot = w.task_slot
+        self._new_routes: tuple | None = None
         self._pending_emits: deque = deque()
         self._batch_size = max(1, int(w.conf.get("topology.producer.batch.size") or 1))
         self._max_tuple_bytes = int(w.conf["topology.max.tuple.size.bytes"])
@@ -204,6 +205,16 @@ class ExecutorBase:
     def report_error(self, task: int, exc: BaseException) -> None:
         log.error("component %r task %d reported: %s", self.component_id, task, exc)
         self.w.report_error(self.component_id, task, exc)
+
+    # ---- routing changes (handed over by the worker, applied on this executor's thread) ----
+    def set_routes(self, slot_queues: list, task_slot: dict) -> None:
+        self._new_routes = (list(slot_queues), dict(task_slot))
+
+    def _apply_routes(self) -> None:
+        routes, self._new_routes = self._new_routes, None
+        self._flush()  # what is buffered goes out by the old map (pendingEmits keep their queues)
+        self._slot_queues, self._task_slot = routes
+        self._bufs = [[] for _ in self._slot_queues]
 
     # ---- output ----
     def _send(self, task: int, payload: Any) -> None:

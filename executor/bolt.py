@@ -274,6 +274,8 @@ class BoltExecutor(ExecutorBase):
         bp_idle = idle = 0
         consume_when_blocked = self._consume_when_blocked
         while not stopped():
+            if self._new_routes is not None:
+                self._apply_routes()
             if pe and not self._try_flush_pending():
                 # Back-pressured: still take system tuples (ticks), so that timeouts, flushes and
                 # rotations keep happening while the data path is full.

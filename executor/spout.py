@@ -188,6 +188,8 @@ class SpoutExecutor(ExecutorBase):
         last_active = False
         last_flush = monotonic()
         while not stopped():
+            if self._new_routes is not None:
+                self._apply_routes()
             received = 0
             if skips >= skips_max:
                 skips = 0
