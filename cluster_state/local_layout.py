@@ -18,12 +18,13 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-_SAFE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_UNSAFE = re.compile(r"[/\\\x00]")
 
 
 def _safe(part: str, what: str) -> str:
-    """A path component from an id: refuses separators and dot-only names (ids reach paths)."""
-    if not isinstance(part, str) or not _SAFE.match(part) or set(part) == {"."}:
+    """A path component from an id: refuses separators, NUL and dot-only names (ids reach paths;
+    topology names may hold spaces and non-ASCII letters, which paths can take)."""
+    if not isinstance(part, str) or not part or _UNSAFE.search(part) or set(part) == {"."}:
         raise ValueError(f"{what} {part!r} cannot be used in a path")
     return part
 

@@ -24,7 +24,12 @@ def test_log_dir_key_wins(tmp_path):
     assert L.daemon_log(conf, "supervisor") == tmp_path / "logs" / "supervisor.log"
 
 
-@pytest.mark.parametrize("bad", ["../x", "a/b", "..", ".", "", "a b"])
+def test_names_with_spaces_and_accents_are_fine(tmp_path):
+    assert L.supervisor_stormdist({"storm.local.dir": str(tmp_path)}, "Exclamation t\u00e9st-1-2").name == \
+        "Exclamation t\u00e9st-1-2"
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "a\\b", "..", ".", "", "a\x00b"])
 def test_ids_cannot_escape(tmp_path, bad):
     with pytest.raises(ValueError, match="cannot be used in a path"):
         L.worker_root({"storm.local.dir": str(tmp_path)}, bad)
