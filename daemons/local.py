@@ -21,6 +21,7 @@ from daemons.scheduler import assign_round_robin, executors_by_slot
 from executor.base import TopologyStatus
 from executor.errors import AlreadyAliveError, ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
+from executor.stats import merge_stats
 from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
@@ -215,14 +216,12 @@ class LocalCluster:
     def storm_id(self, name: str) -> str:
         return self._get(name).storm_id
 
-    def component_stats(self, name: str) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
+    def component_stats(self, name: str) -> dict[str, dict[str, float]]:
+        by_comp: dict[str, list] = {}
         for w in self._get(name).workers:
             for comp, stats in w.component_stats().items():
-                agg = out.setdefault(comp, {})
-                for k, v in stats.items():
-                    agg[k] = agg.get(k, 0) + v
-        return out
+                by_comp.setdefault(comp, []).append(stats)
+        return {comp: merge_stats(stats) for comp, stats in by_comp.items()}
 
     def spout_latencies(self, name: str) -> list[float]:
         out: list[float] = []

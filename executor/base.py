@@ -94,6 +94,8 @@ class ExecutorBase:
         self.acked = 0
         self.failed = 0
         self.executed = 0
+        self.transferred = 0      # entries handed to queues (tuples to other tasks, acker traffic)
+        self.execute_secs = 0.0   # time spent executing input (bolts)
 
     @property
     def executor_id(self) -> tuple[int, int]:
@@ -229,6 +231,7 @@ class ExecutorBase:
         self._bufs[i] = []
         q = self._slot_queues[i]
         nbytes = batch_bytes(buf) if self._large_bytes else 0
+        self.transferred += len(buf)
         if self._pending_emits or not q.try_publish(buf, nbytes):
             self._pending_emits.append((q, buf, nbytes))
 
@@ -252,6 +255,8 @@ class ExecutorBase:
     def has_backlog(self) -> bool:
         return bool(self._pending_emits) or any(self._bufs) or len(self.queue) > 0
 
-    def stats(self) -> dict[str, int]:
-        return {"emitted": self.emitted, "acked": self.acked, "failed": self.failed,
-                "executed": self.executed}
+    def stats(self) -> dict[str, int | float]:
+        executed = self.executed
+        return {"emitted": self.emitted, "transferred": self.transferred, "acked": self.acked,
+                "failed": self.failed, "executed": executed,
+                "execute_latency_ms": self.execute_secs * 1000 / executed if executed else 0.0}

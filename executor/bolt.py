@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from random import getrandbits
 
 from executor.acker import ACK, AckerLedger
@@ -271,6 +272,7 @@ class BoltExecutor(ExecutorBase):
         bp_wait = self._bp_wait.idle
         idle_wait = self._bolt_wait.idle
         process = self._process
+        monotonic = time.monotonic
         bp_idle = idle = 0
         consume_when_blocked = self._consume_when_blocked
         while not stopped():
@@ -292,8 +294,10 @@ class BoltExecutor(ExecutorBase):
                 idle = idle_wait(idle)
                 continue
             idle = 0
+            started = monotonic()  # timed per consume, not per tuple: execute latency for the stats
             for batch in batches:
                 process(batch)
+            self.execute_secs += monotonic() - started
             self._flush()
         self._flush()
 

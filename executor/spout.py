@@ -252,4 +252,6 @@ class SpoutExecutor(ExecutorBase):
     def stats(self) -> dict:
         s = super().stats()
         s["pending"] = self.pending.size()
+        sample = list(self.latencies)[-1000:]
+        s["complete_latency_ms"] = sum(sample) * 1000 / len(sample) if sample else 0.0
         return s

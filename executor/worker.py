@@ -25,6 +25,7 @@ from executor.layout import TopologyLayout
 from executor.receive_queue import ReceiveQueue
 from executor.routing import build_routes
 from executor.spout import SpoutExecutor
+from executor.stats import merge_stats
 from executor.ticks import TickTimer
 from executor.topology import StormTopology
 from executor.worker_io import ReceiveThread, TransferThread
@@ -257,13 +258,15 @@ class Worker:
         return comp, self.topology.stream_fields(comp, stream)
 
     # ---- inspection ----
-    def component_stats(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
+    def component_stats(self) -> dict[str, dict[str, float]]:
+        by_comp: dict[str, list] = {}
         for ex in self.executors:
-            agg = out.setdefault(ex.component_id, {})
-            for k, v in ex.stats().items():
-                agg[k] = agg.get(k, 0) + v
-        return out
+            by_comp.setdefault(ex.component_id, []).append(ex.stats())
+        return {comp: merge_stats(stats) for comp, stats in by_comp.items()}
+
+    def executor_stats(self) -> dict[tuple[int, int], dict[str, float]]:
+        """Per executor, for the worker's heartbeat."""
+        return {ex.executor_id: ex.stats() for ex in self.executors}
 
     def is_idle(self) -> bool:
         if any(ex.has_backlog() for ex in self.executors):
