@@ -33,43 +33,66 @@ def _print_rows(columns: list[str], rows: list) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
+def _fail(message: str) -> None:
+    """One `error:` line on stderr and exit status 1 (never a traceback)."""
+    click.echo(f"error: {message}", err=True)
+    raise SystemExit(1)
+
+
 @sink.command()
-@click.argument("path", type=click.Path(file_okay=False))
+@click.argument("path")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0),
               help="Rows to print (oldest commits first).")
 @click.option("--no-dedupe", is_flag=True, help="Show replayed duplicates too.")
 @common_options
 def show(path, limit, no_dedupe, conf):
-    """Print the rows of the sink table at PATH and its counts (spark.* keys configure Spark)."""
+    """Print the rows of the sink table at PATH and its counts (spark.* keys configure Spark).
+
+    Every row is read once and each batch's row count checked against its commit record, so a
+    damaged table is reported (naming the file) rather than shown short or altered.
+    """
     from executor.sinks import _layout as L
-    from executor.sinks._session import _build_session, _existing_session, spark_settings
-    from executor.sinks.spark import read_meta, read_table, table_stats
+    from executor.sinks._session import (
+        SparkStartError,
+        _build_session,
+        _existing_session,
+        quiet_reader_settings,
+    )
+    from executor.sinks.spark import describe_read_error, read_meta, read_table, table_stats, verify_table
 
     try:
+        table = L.table_dir(path)
         meta = read_meta(path)
+        stats = table_stats(path)
     except (FileNotFoundError, L.SinkTableError) as exc:
-        raise click.ClickException(str(exc)) from None
-    stats = table_stats(path)
-    settings = {"spark.log.level": "ERROR", **spark_settings(conf)}
+        _fail(str(exc))
+    # Quiet: a failed read is reported here in one line; Spark's ERROR log would print its trace.
+    settings = quiet_reader_settings(conf)
     spark = _existing_session()
     owned = spark is None
-    if owned:
-        spark = _build_session(settings)
     try:
-        raw = read_table(path, dedupe=False, spark=spark)
-        total = raw.count()
+        if owned:
+            spark = _build_session(settings)
+        total = verify_table(path, spark=spark)
         keys = meta.get("dedupe_fields")
-        df = raw if no_dedupe or not keys else read_table(path, dedupe=True, spark=spark)
-        shown = total if df is raw else df.count()
+        df = read_table(path, dedupe=not no_dedupe and bool(keys), spark=spark)
+        shown = total if no_dedupe or not keys else df.count()
         rows = df.orderBy(L.WRITTEN_AT_COLUMN, L.BATCH_COLUMN).limit(limit).collect() if limit else []
         columns = df.columns
+    except SparkStartError as exc:
+        _fail(f"table {table}: cannot read it: {exc}")
+    except L.SinkTableError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # py4j and PySpark errors share no base class
+        log.debug("reading %s failed", table, exc_info=True)
+        _fail(describe_read_error(exc, table))
     finally:
-        if owned:
+        if owned and spark is not None:
             spark.stop()
     leftovers = [n for n in stats["staging"] if not n.endswith(".lock")]
-    summary = f"table {L.table_dir(path)} ({meta['format']}): {len(stats['batches'])} batches, {total} rows"
+    summary = f"table {table} ({meta['format']}): {len(stats['batches'])} batches, {total} rows"
     if keys:
-        summary += f", {shown} after dedupe on {keys}" if df is not raw else f" (dedupe on {keys} not applied)"
+        summary += f" (dedupe on {keys} not applied)" if no_dedupe else f", {shown} after dedupe on {keys}"
     summary += f"; staging dirs: {len(leftovers)}"
     click.echo(summary)
     if rows:

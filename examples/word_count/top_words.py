@@ -14,7 +14,16 @@ sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from word_count_components import TABLE, top_words  # noqa: E402
 
-from executor.sinks.spark import read_table  # noqa: E402
+from executor.sinks.spark import (  # noqa: E402
+    SinkTableError,
+    SparkStartError,
+    describe_read_error,
+    read_meta,
+    read_table,
+    reader_session,
+    table_dir,
+    verify_table,
+)
 
 
 def main() -> int:
@@ -22,17 +31,24 @@ def main() -> int:
     ap.add_argument("path", nargs="?", default=TABLE)
     ap.add_argument("-n", type=int, default=10)
     args = ap.parse_args()
+    spark = None
     try:
-        df = read_table(args.path)  # starts a local SparkSession
-    except FileNotFoundError as exc:
+        read_meta(args.path)  # a missing or broken table is reported before Spark starts
+        spark = reader_session()
+        verify_table(args.path, spark=spark)  # every batch read whole: damage is an error, not a short count
+        rows = top_words(read_table(args.path, spark=spark), args.n)
+    except (FileNotFoundError, SinkTableError, SparkStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    try:
-        print(f"top words in {args.path}:")
-        for word, count in top_words(df, args.n):
-            print(f"{count:>10}  {word}")
+    except Exception as exc:  # py4j and PySpark errors share no base class: one line, no Java trace
+        print(f"error: {describe_read_error(exc, table_dir(args.path))}", file=sys.stderr)
+        return 1
     finally:
-        df.sparkSession.stop()
+        if spark is not None:
+            spark.stop()
+    print(f"top words in {args.path}:")
+    for word, count in rows:
+        print(f"{count:>10}  {word}")
     return 0
 
 

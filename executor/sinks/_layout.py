@@ -38,6 +38,7 @@ WRITTEN_AT_COLUMN = "storm_written_at"
 TASK_COLUMN = "storm_task_id"
 AUDIT_COLUMNS = (WRITTEN_AT_COLUMN, TASK_COLUMN, BATCH_COLUMN)
 META_VERSION = 1
+FORMATS = ("parquet", "orc", "json")
 
 
 class SinkTableError(RuntimeError):
@@ -206,31 +207,103 @@ def commit_batch(staged: Path, table: Path, batch_id: str) -> Path:
 
 # ---- metadata ----
 
+# Keys every metadata file has, and the JSON type of each (None: null allowed).
+_META_KEYS = {"version": (int,), "format": (str,), "columns": (list,), "partition_by": (list,),
+              "dedupe_fields": (list, type(None)), "schema": (str,)}
+
+
+def check_table_path(table: Path) -> None:
+    """Raise SinkTableError unless `table` is (or can become) a directory this process can write.
+
+    Only what the file system says, no Spark: a regular file in the way, a parent that is a file
+    or not writable, a table directory that is not writable.
+    """
+    if table.exists() and not table.is_dir():
+        raise SinkTableError(f"table {table}: the path is a regular file, not a directory")
+    probe = table
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe != table and not probe.is_dir():
+        raise SinkTableError(f"table {table}: cannot create it, {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        what = "the table directory" if probe == table else f"its parent {probe}"
+        raise SinkTableError(f"table {table}: {what} is not writable by this user")
+
+
 def read_meta(table: Path) -> dict[str, Any] | None:
+    """The table's metadata, None when it has none; SinkTableError (naming the file) when it
+    cannot be read or is not metadata this code understands."""
+    path = table / META_FILE
+    if table.exists() and not table.is_dir():
+        raise SinkTableError(f"table {table}: the path is a regular file, not a directory")
     try:
-        text = (table / META_FILE).read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SinkTableError(f"table {table}: cannot read its metadata {path}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
     try:
         meta = json.loads(text)
     except ValueError as exc:
-        raise SinkTableError(f"{table / META_FILE}: not valid JSON: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
-        raise SinkTableError(f"{table / META_FILE}: not a storm-py sink table (version {META_VERSION})")
+        raise SinkTableError(f"table {table}: metadata {path} is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise SinkTableError(f"table {table}: metadata {path} is not a JSON object")
+    problem = meta_problem(meta)
+    if problem:
+        raise SinkTableError(f"table {table}: metadata {path} {problem}")
     return meta
+
+
+def meta_problem(meta: dict[str, Any]) -> str | None:
+    """What is wrong with a metadata dict (a phrase), or None. A pure function."""
+    version = meta.get("version")
+    if "version" not in meta:
+        return "has no 'version' key (not a storm-py sink table?)"
+    if isinstance(version, bool) or not isinstance(version, int):
+        return f"has version {version!r}, not a number"
+    if version > META_VERSION:
+        return (f"has format version {version}, newer than this storm-py reads (up to {META_VERSION}); "
+                f"upgrade storm-py")
+    if version < 1:
+        return f"has version {version}, not a storm-py sink table version"
+    for key, types in _META_KEYS.items():
+        if key not in meta:
+            return f"lacks the key {key!r}"
+        if not isinstance(meta[key], types):
+            return f"key {key!r} holds {meta[key]!r:.60}, not a {' or '.join(t.__name__ for t in types)}"
+    if meta["format"] not in FORMATS:
+        return f"has format {meta['format']!r}, not one of {list(FORMATS)}"
+    for key in ("columns", "partition_by", "dedupe_fields"):
+        if not all(isinstance(n, str) for n in meta[key] or []):
+            return f"key {key!r} holds {meta[key]!r:.60}, not a list of names"
+    try:
+        schema = json.loads(meta["schema"])
+    except ValueError:
+        return "key 'schema' does not hold a JSON schema"
+    names = [f.get("name") for f in schema.get("fields", [])] if isinstance(schema, dict) else None
+    if names != meta["columns"]:
+        return f"key 'schema' names the columns {names}, but key 'columns' says {meta['columns']}"
+    return None
 
 
 def create_meta(table: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """Write the table metadata unless it exists; return the metadata in force (first writer wins)."""
-    table.mkdir(parents=True, exist_ok=True)
     tmp = table / f"{META_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
     try:
-        os.link(tmp, table / META_FILE)  # fails if it exists: sink tasks racing agree on one
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
+        table.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
+        try:
+            os.link(tmp, table / META_FILE)  # fails if it exists: sink tasks racing agree on one
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    except OSError as exc:
+        raise SinkTableError(f"table {table}: cannot write its metadata {table / META_FILE}: "
+                             f"{exc.strerror or exc}") from None
     existing = read_meta(table)
     assert existing is not None
     return existing

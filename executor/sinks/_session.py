@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
+import subprocess
 import tempfile
 import threading
 from typing import Any, Callable, Mapping
 
+from executor.sinks._integrity import PARQUET_CHECKSUMS, summarize_error
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[1]"
+MIN_JAVA = 17  # what Spark 4 runs on
+
+
+class SparkStartError(RuntimeError):
+    """Spark cannot start in this process (no usable Java, or the session failed); one line."""
 
 # Applied unless the config sets them: a worker has no use for the web UI (it would also
 # grab port 4040+), Spark's console progress bar would scribble over the worker's stderr, and
@@ -29,6 +39,8 @@ _QUIET_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "false",
+    # Parquet page checksums: a changed byte in a data page is an error when read, not a changed value.
+    **{f"spark.hadoop.{k}": v for k, v in PARQUET_CHECKSUMS.items()},
 }
 
 
@@ -48,13 +60,101 @@ def spark_settings(conf: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+_QUIET_LOG4J = """\
+# Written by storm-py for Spark sessions that only read: errors reach Python as exceptions
+# (reported in one line there), so the JVM's own log would only repeat them.
+rootLogger.level = off
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %m%n
+"""
+
+
+def quiet_reader_settings(conf: Mapping[str, Any]) -> dict[str, str]:
+    """spark_settings(conf) for a session that only reads, with the JVM's log off from its start
+    (spark.log.level alone applies only after the startup messages)."""
+    out = {**spark_settings(conf), "spark.log.level": "FATAL"}
+    if "spark.driver.extraJavaOptions" not in out:
+        path = os.path.join(tempfile.gettempdir(), f"storm-py-log4j2-quiet-{os.getuid()}.properties")
+        try:
+            with open(path, "w", encoding="ascii") as f:
+                f.write(_QUIET_LOG4J)
+        except OSError:
+            log.debug("cannot write %s; Spark logs at its defaults", path, exc_info=True)
+        else:
+            out["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{path}"
+    return out
+
+
+def java_command(env: Mapping[str, str], which: Callable[[str], str | None] = shutil.which) -> tuple[str | None, str]:
+    """(the java PySpark would launch, or None; how it was found). A pure function of env:
+    PySpark runs $JAVA_HOME/bin/java when JAVA_HOME is set, else the `java` on PATH."""
+    home = env.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        ok = os.path.isfile(java) and os.access(java, os.X_OK)
+        return (java if ok else None), f"JAVA_HOME={home}" + ("" if ok else f", no executable {java}")
+    java = which("java")
+    return java, ("`java` on PATH" if java else "JAVA_HOME unset, no `java` on PATH")
+
+
+def java_major(version_text: str) -> int | None:
+    """The major version in `java -version` output ('1.8.0_292' -> 8, '17.0.15' -> 17)."""
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', version_text)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+_java_ok: dict[tuple[str | None, str | None], str | None] = {}
+
+
+def java_problem(env: Mapping[str, str] | None = None) -> str | None:
+    """Why Spark cannot start on this machine's Java (a phrase), or None. Checked once per
+    JAVA_HOME and PATH per process (it runs `java -version`)."""
+    env = os.environ if env is None else env
+    key = (env.get("JAVA_HOME"), env.get("PATH"))
+    if key in _java_ok:
+        return _java_ok[key]
+    java, how = java_command(env, lambda name: shutil.which(name, path=env.get("PATH")))
+    problem = None
+    if java is None:
+        problem = f"no usable Java ({how}); Spark needs Java {MIN_JAVA}+"
+    else:
+        try:
+            out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+            major = java_major(out.stderr + out.stdout)
+        except (OSError, subprocess.SubprocessError) as exc:
+            problem = f"cannot run {java} ({how}): {exc}; Spark needs Java {MIN_JAVA}+"
+        else:
+            if major is None or out.returncode != 0:
+                problem = f"{java} -version failed ({how}); Spark needs Java {MIN_JAVA}+"
+            elif major < MIN_JAVA:
+                problem = f"{java} is Java {major} ({how}); Spark needs Java {MIN_JAVA}+"
+    _java_ok[key] = problem
+    return problem
+
+
 def _build_session(settings: Mapping[str, str]):
+    """Start a SparkSession; SparkStartError (one line) when Java is missing or the start fails."""
+    problem = java_problem()
+    if problem:
+        raise SparkStartError(problem)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # py4j and PySpark errors share no base class
+        log.debug("SparkSession start failed", exc_info=True)
+        raise SparkStartError(f"starting Spark (master {settings.get('spark.master')}) failed: "
+                              f"{summarize_error(exc)}") from None
 
 
 def _existing_session():

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from executor.sinks import _layout as L
+from executor.sinks._integrity import PARQUET_CHECKSUMS, summarize_error, write_manifest
 from executor.sinks._schema import conform, encode_batch, infer_schema, json_columns, json_query
 
 log = logging.getLogger(__name__)
@@ -169,13 +170,17 @@ class TableWriter:
         self._json_columns: str | None = None
         self.phase_secs: dict[str, float] = {}  # where write time goes (read by benchmarks)
 
-    # ---- lifecycle (on the writer thread) ----
+    # ---- lifecycle ----
     def open(self) -> None:
         if self._opened:
             return
-        self.table.mkdir(parents=True, exist_ok=True)
-        L.clean_staging(self.table)
-        self.staging.open()
+        L.check_table_path(self.table)
+        try:
+            self.table.mkdir(parents=True, exist_ok=True)
+            L.clean_staging(self.table)
+            self.staging.open()
+        except OSError as exc:
+            raise L.SinkTableError(f"table {self.table}: cannot set up its staging directory: {exc}") from None
         meta = L.read_meta(self.table)
         if meta is not None:
             self._adopt(meta)
@@ -186,10 +191,14 @@ class TableWriter:
             self._spark = self.holder.acquire(self.conf)
         return self._spark
 
-    def warm_up(self) -> None:
-        """Open the table and start Spark before the first batch is due."""
+    def prepare(self) -> None:
+        """Check that the table is usable and start Spark, before any tuple is taken: raises
+        SinkTableError or SparkStartError (one line) when it is not, so the sink dies at once
+        instead of failing every batch of the run."""
         self.open()
-        self.session()
+        spark = self.session()
+        if self.schema is not None or self.schema_ddl:
+            self._ensure_schema(spark, [])  # the declared schema against the table's
 
     def close(self) -> None:
         self.staging.close()
@@ -208,14 +217,22 @@ class TableWriter:
 
         L.check_meta(meta, table=self.table, columns=self.columns, format=self.format,
                      partition_by=self.partition_by, dedupe_fields=self.dedupe_fields)
-        self.schema = StructType.fromJson(json.loads(meta["schema"]))
+        try:
+            self.schema = StructType.fromJson(json.loads(meta["schema"]))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise L.SinkTableError(f"table {self.table}: metadata {self.table / L.META_FILE} holds a schema "
+                                   f"this code cannot read ({type(exc).__name__}: {exc})") from None
 
     def _ensure_schema(self, spark, rows: list) -> None:
         if self._schema_checked:
             return
         wanted = None
         if self.schema_ddl:
-            wanted = spark.createDataFrame([], self.schema_ddl).schema
+            try:
+                wanted = spark.createDataFrame([], self.schema_ddl).schema
+            except Exception as exc:  # PySpark's parse errors share no base class with py4j's
+                raise L.SinkTableError(f"schema {self.schema_ddl!r} is not a Spark DDL schema: "
+                                       f"{summarize_error(exc)}") from None
             if wanted.fieldNames() != self.columns:
                 raise L.SinkTableError(f"schema {self.schema_ddl!r} names columns {wanted.fieldNames()}, "
                                        f"but the sink writes {self.columns}")
@@ -258,6 +275,7 @@ class TableWriter:
                 source.write_text(encode_batch(good, written_at.isoformat()), encoding="ascii")
             t1 = self._phase("prepare", t0, clock())
             self._spark_write(spark, good, source, staged, written_at)
+            write_manifest(staged, len(good))
             t1 = self._phase("spark_write", t1, clock())
             L.commit_batch(staged, self.table, batch_id)
             self._phase("commit", t1, clock())
@@ -282,7 +300,7 @@ class TableWriter:
             stamp = written_at.strftime("%Y-%m-%d %H:%M:%S.%f")
             df = spark.createDataFrame(rows, self.schema, verifySchema=False).selectExpr(
                 "*", f"TIMESTAMP'{stamp}+00:00' AS {L.WRITTEN_AT_COLUMN}", task).coalesce(1)
-        writer = df.write.format(self.format).mode("errorifexists").options(**options)
+        writer = df.write.format(self.format).mode("errorifexists").options(**options, **PARQUET_CHECKSUMS)
         if self.partition_by:
             writer = writer.partitionBy(*self.partition_by)
         writer.save(uri)

@@ -67,20 +67,33 @@ from typing import Any, Iterable
 
 from executor.components import Bolt
 from executor.sinks import _layout as L
-from executor.sinks._session import sessions, spark_settings, use_session
+from executor.sinks._integrity import (
+    PARQUET_CHECKSUMS,
+    TableDamagedError,
+    check_counts,
+    check_files,
+    describe_read_error,
+    summarize_error,
+)
+from executor.sinks._session import SparkStartError, sessions, use_session
 from executor.sinks._writer import Batch, BatchWriter, TableWriter, WriteResult
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("parquet", "orc", "json")
+FORMATS = L.FORMATS
 _UNSEEN = object()
 
-__all__ = ["SparkSinkBolt", "SinkWriteError", "read_table", "dedupe_frame", "read_meta", "table_stats",
+__all__ = ["SparkSinkBolt", "SinkWriteError", "SinkTableError", "TableDamagedError", "SparkStartError",
+           "read_table", "verify_table", "describe_read_error", "reader_session", "table_dir", "dedupe_frame", "read_meta", "table_stats",
            "use_session", "FORMATS"]
 
 
 class SinkWriteError(RuntimeError):
     """A batch could not be written; its tuples were failed."""
+
+
+SinkTableError = L.SinkTableError
+table_dir = L.table_dir
 
 
 def _names(value, what: str) -> list[str] | None:
@@ -195,11 +208,27 @@ class SparkSinkBolt(Bolt):
         self._failing = 0
         self.blocked_secs = 0.0  # time this executor waited for the writer: the sink's back-pressure
         self._table = self._table_writer(conf)
+        self._check_table(self._table)
         self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
-                                   lambda rows: self._commit(self._table, rows),
-                                   on_start=self._table.warm_up, on_stop=self._table.close)
+                                   lambda rows: self._commit(self._table, rows), on_stop=self._table.close)
         self._results = self._writer.results
         self._writer.start()
+
+    def _check_table(self, table: TableWriter) -> None:
+        """Fail prepare (the component dies, loudly) when the table cannot be written or Spark
+        cannot start: a run that can store nothing must not run on failing every tuple."""
+        try:
+            table.prepare()
+        except (L.SinkTableError, SparkStartError) as exc:
+            table.close()
+            table_path = L.table_dir(self.path)
+            why = str(exc).removeprefix(f"table {table_path}: ")
+            raise SinkTableError(f"Spark sink for table {table_path}: {why}") from None
+        except Exception as exc:  # a py4j error, or a bug: still one line, with the trace in the log
+            table.close()
+            log.debug("Spark sink %s: prepare failed", self.path, exc_info=True)
+            raise SinkTableError(f"Spark sink for table {L.table_dir(self.path)}: "
+                                 f"{summarize_error(exc)}") from None
 
     def _table_writer(self, conf) -> TableWriter:
         return TableWriter(L.table_dir(self.path), self._columns, self.format, self.partition_by,
@@ -294,19 +323,21 @@ class SparkSinkBolt(Bolt):
             self.writes_failed += 1
             self.rows_failed += len(res.tuples)
             exc = res.error
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            # The whole (often Java) traceback once per run of failures, not for every replay.
-            self._failing += 1
-            log.warning("Spark sink %s: writing %d rows failed (%d in a row); failing their tuples: %s",
-                        self.path, len(res.tuples), self._failing, first,
-                        exc_info=exc if self._failing == 1 else None)
             for t in res.tuples:
                 collector.fail(t)
-            err = SinkWriteError(f"Spark sink {self.path}: writing {len(res.tuples)} rows failed: "
-                                 f"{type(exc).__name__}: {first}")
-            err.__cause__ = exc
-            collector.report_error(err)
+            # One report (and the whole, often Java, trace in the log at debug) per run of
+            # failures: a failing write is retried by every replay, which would flood both.
+            self._failing += 1
+            if self._failing == 1:
+                summary = summarize_error(exc)
+                log.debug("Spark sink %s: write failed", self.path, exc_info=exc)
+                collector.report_error(SinkWriteError(
+                    f"Spark sink for table {L.table_dir(self.path)}: writing {len(res.tuples)} rows failed, "
+                    f"their tuples are failed (replayed); further failures in a row are not reported: "
+                    f"{summary}"))
             return
+        if self._failing:
+            log.warning("Spark sink %s: writes succeed again after %d failed in a row", self.path, self._failing)
         self._failing = 0
         rejected = res.rejected
         if res.batch_id is not None:
@@ -335,10 +366,12 @@ class SparkSinkBolt(Bolt):
 
 # ---- reading ----
 
-def _reader_session():
-    from executor.sinks._session import _build_session, _existing_session
+def reader_session():
+    """This process's SparkSession, or a new quiet local one (the caller may stop it)."""
+    from executor.sinks._session import _build_session, _existing_session, quiet_reader_settings
 
-    return _existing_session() or _build_session(spark_settings({}))
+    # Quiet: a failed read raises in Python; Spark's own ERROR log would print the trace again.
+    return _existing_session() or _build_session(quiet_reader_settings({}))
 
 
 def table_schema(meta: dict[str, Any]):
@@ -381,16 +414,44 @@ def read_table(path: str | os.PathLike, dedupe: bool = True, spark=None):
     With dedupe (the default) and a table written with dedupe_fields, rows repeated by replays
     are dropped, keeping the first committed. `spark` defaults to this process's session (one
     is started with spark.master local[1] if there is none; the caller may stop it).
+
+    Damage found without reading the data (a committed part file missing, emptied, resized or
+    added) raises TableDamagedError naming the file; a changed byte inside a part file fails
+    the query reading it (Parquet page checksums, Hadoop .crc files): describe_read_error
+    turns that error into one line naming the file, and verify_table compares the rows of
+    every batch with what its commit recorded.
     """
     meta = read_meta(path)
     table = L.table_dir(path)
-    spark = spark or _reader_session()
+    check_files(table, L.committed_batches(table))
+    spark = spark or reader_session()
     reader = spark.read.format(meta["format"]).options(**L.format_options(meta["format"]))
+    if meta["format"] == "parquet":
+        reader = reader.options(**PARQUET_CHECKSUMS)
     df = reader.schema(table_schema(meta)).load(L.spark_uri(table))
     keys = meta.get("dedupe_fields")
     if dedupe and keys:
         df = dedupe_frame(df, keys)
     return df
+
+
+def verify_table(path: str | os.PathLike, spark=None) -> int:
+    """Read every row of the table at `path` once and check each batch's row count against its
+    commit record; return the number of rows. Raises TableDamagedError naming the damaged batch
+    or file (Spark's errors are turned into one line)."""
+    from pyspark.sql import functions as F
+
+    table = L.table_dir(path)
+    df = read_table(path, dedupe=False, spark=spark)
+    # A hash of every column makes Spark read (and checksum) every page; a bare count would
+    # read only the footers and the batch directory names.
+    every = F.max(F.hash(*[F.col(c) for c in df.columns if c != L.BATCH_COLUMN]))
+    try:
+        counts = {r[0]: r[1] for r in df.groupBy(L.BATCH_COLUMN).agg(F.count(F.lit(1)), every).collect()}
+    except Exception as exc:  # py4j and PySpark errors share no base class
+        raise TableDamagedError(describe_read_error(exc, table)) from None
+    check_counts(table, counts)
+    return sum(counts.values())
 
 
 def table_stats(path: str | os.PathLike) -> dict[str, Any]:

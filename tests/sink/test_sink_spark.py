@@ -17,7 +17,7 @@ from daemons.local import LocalCluster
 from daemons.testing import FeederSpout, complete_topology
 from executor.api import TopologyBuilder
 from executor.sinks import _layout as L
-from executor.sinks.spark import SinkWriteError, SparkSinkBolt, read_table
+from executor.sinks.spark import SparkSinkBolt, read_table
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -180,7 +180,7 @@ def test_sink_show_prints_rows_and_counts(spark, tmp_path):
     assert out.exit_code != 0 and "no storm-py sink table" in out.output
 
 
-def test_a_table_of_another_layout_fails_the_writes_with_a_clear_error(spark, tmp_path):
+def test_a_table_of_another_layout_kills_the_sink_in_prepare_with_one_line(spark, tmp_path):
     path = str(tmp_path / "t")
     feeder = FeederSpout(["id", "v"])
     with LocalCluster() as cluster:
@@ -191,10 +191,11 @@ def test_a_table_of_another_layout_fails_the_writes_with_a_clear_error(spark, tm
     with LocalCluster() as cluster:
         cluster.submit_topology("b", {}, _sink_topology(
             feeder2, SparkSinkBolt(path, batch_size=1, dedupe_fields=["id"])))
-        feeder2.feed([2, "y"], msg_id=2)
-        poll(lambda: feeder2.failed == [2], timeout=90, message="the write to fail")
-        errors = cluster.errors("b")
-    assert any(SinkWriteError.__name__ in e.error and "another layout" in e.error for e in errors)
+        died = poll(lambda: cluster.died("b"), timeout=90, message="the sink to die in prepare")
+    assert died[0].component_id == "store" and died[0].where == "prepare"
+    message = str(died[0].original)
+    assert message.startswith(f"Spark sink for table {path}: ") and "another layout" in message
+    assert "\n" not in message
 
 
 _DDL = ("f DOUBLE, i BIGINT, b BOOLEAN, s STRING, bin BINARY, arr ARRAY<DOUBLE>, "

@@ -80,7 +80,7 @@ class FakeCollector:
 
 
 class FakeTable:
-    def warm_up(self):
+    def prepare(self):
         pass
 
     def close(self):
@@ -191,6 +191,28 @@ def test_write_failure_fails_the_whole_batch_and_reports():
         assert bolt.writes_failed == 1 and bolt.rows_failed == 2 and bolt.rows_acked == 2
     finally:
         bolt.gate.release(10)
+        bolt.cleanup()
+
+
+def test_a_run_of_failing_writes_is_reported_once_in_one_line():
+    bolt = GatedSink("/unused", fields=["id", "word"], batch_size=1, flush_interval_secs=60)
+    java = ("An error occurred while calling o9.save.\n: org.apache.spark.SparkException: Job aborted.\n"
+            "\tat org.apache.spark.X.y(X.scala:1)\nCaused by: java.io.IOException: No space left on device")
+    bolt.plan = [RuntimeError(java)] * 3 + [None, RuntimeError(java)]
+    bolt.gate.release(10)
+    c = _prepare(bolt)
+    try:
+        for i in range(5):
+            bolt.execute(_tup(i))
+            _pump(bolt, lambda n=i + 1: len(c.failed) + len(c.acked) == n)
+        assert c.failed == [0, 1, 2, 4] and c.acked == [3]
+        assert len(c.errors) == 2  # one per run of failures, not one per failed write
+        assert str(c.errors[0]) == str(c.errors[1]) == (
+            "Spark sink for table /unused: writing 1 rows failed, their tuples are failed (replayed); "
+            "further failures in a row are not reported: SparkException: Job aborted. "
+            "(cause: IOException: No space left on device)")
+        assert c.errors[0].__cause__ is None
+    finally:
         bolt.cleanup()
 
 
@@ -410,9 +432,12 @@ def test_clean_staging_removes_leftovers_of_killed_writers_only(tmp_path):
     assert os.listdir(table / L.STAGING_DIR) == []
 
 
+SCHEMA_A = '{"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": true, "metadata": {}}]}'
+
+
 def test_metadata_first_writer_wins_and_mismatch_is_an_error(tmp_path):
     meta = {"version": L.META_VERSION, "format": "parquet", "columns": ["a"], "partition_by": [],
-            "dedupe_fields": None, "schema": "{}"}
+            "dedupe_fields": None, "schema": SCHEMA_A}
     assert L.read_meta(tmp_path) is None
     assert L.create_meta(tmp_path, meta) == meta
     assert L.create_meta(tmp_path, {**meta, "columns": ["b"]})["columns"] == ["a"]
