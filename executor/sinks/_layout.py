@@ -3,6 +3,7 @@
     <table>/
       _storm_sink.json                      table metadata: columns, schema, partitioning, dedupe key
       storm_batch_id=<batch id>/            one committed batch (what Spark writes, renamed in whole)
+        _storm_batch.json                   its manifest: rows and data file sizes (see _integrity.py)
         [<partition col>=<value>/]part-*.parquet
       _staging/
         <owner>.lock                        flock held by a live sink task for as long as it runs

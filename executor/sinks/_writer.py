@@ -171,19 +171,23 @@ class TableWriter:
         self.phase_secs: dict[str, float] = {}  # where write time goes (read by benchmarks)
 
     # ---- lifecycle ----
+    def check(self) -> None:
+        """The checks that change nothing on disk: the path, the metadata, the layout."""
+        L.check_table_path(self.table)
+        meta = L.read_meta(self.table)
+        if meta is not None:
+            self._adopt(meta)
+
     def open(self) -> None:
         if self._opened:
             return
-        L.check_table_path(self.table)
+        self.check()
         try:
             self.table.mkdir(parents=True, exist_ok=True)
             L.clean_staging(self.table)
             self.staging.open()
         except OSError as exc:
             raise L.SinkTableError(f"table {self.table}: cannot set up its staging directory: {exc}") from None
-        meta = L.read_meta(self.table)
-        if meta is not None:
-            self._adopt(meta)
         self._opened = True
 
     def session(self):
@@ -194,9 +198,10 @@ class TableWriter:
     def prepare(self) -> None:
         """Check that the table is usable and start Spark, before any tuple is taken: raises
         SinkTableError or SparkStartError (one line) when it is not, so the sink dies at once
-        instead of failing every batch of the run."""
-        self.open()
+        instead of failing every batch of the run. Nothing is created before Spark is up."""
+        self.check()
         spark = self.session()
+        self.open()
         if self.schema is not None or self.schema_ddl:
             self._ensure_schema(spark, [])  # the declared schema against the table's
 

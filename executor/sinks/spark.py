@@ -43,6 +43,15 @@ Semantics:
 - Spark: one SparkSession per worker process, created on first use from the topology config
   (`spark.master`, default `local[1]`, and every other `spark.*` key), shared by the sink tasks
   of the worker and stopped when the last of them cleans up. PySpark is imported only here.
+- Bad input fails loudly: `prepare` checks the table (path a directory or creatable, metadata
+  readable and of a known version, layout and schema those of the sink) and that Spark starts
+  (Java 17+ found), and raises SinkTableError, one line naming the table, so the component dies
+  at once instead of failing every tuple of the run. While running, a run of failing writes is
+  reported once, in one line.
+- Damage is an error, never silently wrong rows: Parquet pages carry checksums (written and
+  verified), each batch's manifest records its rows and file sizes, and read_table raises
+  TableDamagedError naming a missing, emptied or stray part file; verify_table reads every row
+  and compares each batch's count with its manifest (`storm-py sink show` does).
 - The path is a local directory (or file:// URL); the commit is a local rename. Every commit
   adds one directory holding one file (per partition value); nothing compacts them.
 
@@ -445,7 +454,8 @@ def verify_table(path: str | os.PathLike, spark=None) -> int:
     df = read_table(path, dedupe=False, spark=spark)
     # A hash of every column makes Spark read (and checksum) every page; a bare count would
     # read only the footers and the batch directory names.
-    every = F.max(F.hash(*[F.col(c) for c in df.columns if c != L.BATCH_COLUMN]))
+    # (as strings: hash rejects map columns)
+    every = F.max(F.hash(*[F.col(c).cast("string") for c in df.columns if c != L.BATCH_COLUMN]))
     try:
         counts = {r[0]: r[1] for r in df.groupBy(L.BATCH_COLUMN).agg(F.count(F.lit(1)), every).collect()}
     except Exception as exc:  # py4j and PySpark errors share no base class

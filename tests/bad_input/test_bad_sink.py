@@ -243,6 +243,7 @@ def _prepare(bolt: SparkSinkBolt) -> None:
     ("file", "the path is a regular file, not a directory"),
     ("parent-file", "cannot create it, {parent} is not a directory"),
     ("newer", "has format version 9, newer than this storm-py reads"),
+    ("garbled", "metadata {path}/_storm_sink.json is not valid JSON"),
     ("layout", "was created with another layout (columns: table has ['run', 'word', 'count'], sink has ['run', 'w'])"),
     ("schema", "has schema struct<run:string,word:string,count:bigint>, not struct<run:string,word:string,count:string>"),
 ])
@@ -257,6 +258,8 @@ def test_prepare_fails_with_one_line_naming_the_table(spark, pristine, tmp_path,
         copy_table(pristine, path)
         if case == "newer":
             edit_meta(path, lambda m: m.update(version=9))
+        elif case == "garbled":
+            (path / L.META_FILE).write_text('{"version": 1, "colu')
         elif case == "layout":
             fields = ["run", "w"]
         else:
@@ -265,7 +268,7 @@ def test_prepare_fails_with_one_line_naming_the_table(spark, pristine, tmp_path,
         _prepare(SparkSinkBolt(str(path), fields=fields, schema=schema))
     message = str(err.value)
     assert message.startswith(f"Spark sink for table {path}: ")
-    assert expected.format(parent=tmp_path / "p") in message and "\n" not in message
+    assert expected.format(parent=tmp_path / "p", path=path) in message and "\n" not in message
     assert err.value.__cause__ is None and err.value.__suppress_context__
 
 
@@ -308,6 +311,7 @@ def test_prepare_without_a_usable_java_fails_with_one_line(tmp_path):
         f"died: store prepare SinkTableError Spark sink for table {table}: {why}",
     ]
     assert "Traceback" not in proc.stdout
+    assert not table.exists()  # checked before anything is created
 
 
 # ---- sink show and top_words.py on a table damaged inside a page: their own JVM each ----

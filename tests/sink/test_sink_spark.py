@@ -17,7 +17,7 @@ from daemons.local import LocalCluster
 from daemons.testing import FeederSpout, complete_topology
 from executor.api import TopologyBuilder
 from executor.sinks import _layout as L
-from executor.sinks.spark import SparkSinkBolt, read_table
+from executor.sinks.spark import SparkSinkBolt, read_table, verify_table
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -235,6 +235,7 @@ def test_values_of_every_type_round_trip(spark, tmp_path, fmt, fallback):
     finally:
         tw.close()
     assert rejected == {} and L.committed_batches(path) == [batch_id]
+    assert verify_table(str(path), spark=spark) == 3  # every column of every type is read whole
     got = {r["i"]: r for r in read_table(str(path), spark=spark).collect()}
     first, second, empty = got[2 ** 62], got[-5], got[None]
     assert math.isnan(first["f"]) and second["f"] == float("-inf")
