@@ -135,7 +135,9 @@ class LocalCluster:
     def _worker_died(self, rec: _Topology):
         def on_die(worker: Worker, err: ComponentError) -> None:
             rec.died.append(err)
-            log.error("topology %s: worker %s died: %s", rec.name, worker.address, err)
+            # The executor logged the error itself: here only what follows from it.
+            log.info("topology %s: stopping worker %s after its executor %s[%d] died", rec.name,
+                     worker.address, err.component_id, err.task_id)
             # Stop the whole worker, as a dying executor takes its worker process down; not from
             # the dying executor's own thread, which cannot join itself.
             threading.Thread(target=worker.stop, name=f"stop-{worker.address}", daemon=True).start()

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from executor.errors import ComponentError, EmitError
+from executor.errors import ClearError, ComponentError, EmitError
 from executor.receive_queue import ReceiveQueue
 from executor.serialization import LARGE_VALUE, batch_bytes, measure_values
 from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
@@ -163,7 +163,11 @@ class ExecutorBase:
         err = exc if isinstance(exc, ComponentError) else ComponentError(
             self.component_id, self._cur_task, self._where, exc, trace)
         self.dead = err
-        log.error("executor %s died: %s\n%s", self.name, err, trace)
+        if isinstance(exc, ClearError):
+            log.error("executor %s died: %s", self.name, err)
+            log.debug("executor %s: traceback of %s\n%s", self.name, type(exc).__name__, trace)
+        else:
+            log.error("executor %s died: %s\n%s", self.name, err, trace)
         try:
             self.w.report_error(self.component_id, self._cur_task, err)
         finally:

@@ -1,6 +1,11 @@
 """Exceptions a topology author or operator sees."""
 
 
+class ClearError(Exception):
+    """An error whose message says everything the user needs (what failed, naming the path, key
+    or component): reported as one line, its traceback kept for the debug log only."""
+
+
 class InvalidTopologyError(ValueError):
     """The topology (or its name) is malformed; the message names the culprit."""
 

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from executor.errors import ClearError
+
 log = logging.getLogger(__name__)
 
 STAGING_DIR = "_staging"
@@ -42,8 +44,9 @@ META_VERSION = 1
 FORMATS = ("parquet", "orc", "json")
 
 
-class SinkTableError(RuntimeError):
-    """The table on disk cannot be used as configured (or is not a sink table)."""
+class SinkTableError(ClearError, RuntimeError):
+    """The table on disk cannot be used as configured (or is not a sink table); the message names
+    the table, so it is reported as one line."""
 
 
 def table_dir(path: str | os.PathLike) -> Path:
