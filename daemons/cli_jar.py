@@ -1,0 +1,74 @@
+"""`storm-py jar ...`: build (and, once the Nimbus RPC exists, submit) topology packages.
+
+Kept apart from daemons/cli.py, which adds this group. The submitter imports the topology file
+on the client, as Storm runs the user's main class; Nimbus only ever reads the manifest.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+import click
+
+from cluster_state.config import ConfigError, merge_configs
+from daemons.cli_options import common_options
+from executor.errors import InvalidTopologyError
+from executor.package import MAX_BYTES_KEY, Manifest, build_package, file_checksum
+
+log = logging.getLogger(__name__)
+
+# Used only while conf/defaults.yaml lacks storm.package.max.bytes (being added there).
+_FALLBACK_MAX_BYTES = 100 * 1024 * 1024
+
+
+@click.group()
+def jar() -> None:
+    """Build and submit topology packages (a zip of the topology file's directory + manifest)."""
+
+
+def package_max_bytes(conf: Mapping[str, Any]) -> int:
+    value = conf.get(MAX_BYTES_KEY)
+    if value is None:
+        return _FALLBACK_MAX_BYTES
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise click.ClickException(f"{MAX_BYTES_KEY} must be a positive integer, got {value!r}")
+    return value
+
+
+def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, Any]) -> Manifest:
+    """Import the topology file, then package its directory with the structure and its config.
+    Shared by `jar build` and `jar submit FILE.py`; failures are ClickExceptions naming the culprit."""
+    from daemons.topology_file import load_topology_file
+
+    try:
+        tf = load_topology_file(topology_path)
+        topo_conf = merge_configs(tf.config, source=f"{tf.path} config")
+        return build_package(tf.path.parent, tf.path.name, out, structure=tf.topology.structure.to_dict(),
+                             conf=topo_conf, max_bytes=package_max_bytes(conf))
+    except (InvalidTopologyError, ConfigError) as exc:  # PackageError is an InvalidTopologyError
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write package {out}: {exc}") from None
+
+
+@jar.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--file", "file_name", default="topology.py", show_default=True,
+              help="The topology file, by its name inside DIRECTORY.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="The package zip to write.")
+@common_options
+def build(directory, file_name, output, conf):
+    """Package DIRECTORY (holding the topology file) into a zip, without submitting it."""
+    if Path(file_name).name != file_name:
+        raise click.ClickException(f"--file {file_name!r} must be a file name inside {directory} "
+                                   f"(the topology file sits at the package root)")
+    topology_path = Path(directory) / file_name
+    if not topology_path.is_file():
+        raise click.ClickException(f"topology file {topology_path} does not exist")
+    out = Path(output)
+    manifest = build_from_topology_file(topology_path, out, conf)
+    click.echo(f"built package {output} ({len(manifest.files)} files, {out.stat().st_size} bytes, "
+               f"checksum {file_checksum(out)})")
