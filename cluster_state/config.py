@@ -1,41 +1,30 @@
-"""Configuration: packaged defaults < storm.yaml < -c overrides < topology < component.
+"""Configuration: packaged defaults < storm.yaml < topology config < -c < component config.
 
-Keys are Storm's dotted names. A value of the wrong type raises ConfigError naming the key;
-an unknown key only warns (users keep their own keys in topology configs, as in Storm).
+Keys are Storm's dotted names, each declared once in config_schema.SCHEMA (type, null, range,
+allowed names). A value the schema refuses raises ConfigError naming the key, the value, what
+is allowed and where the value came from; an unknown key only warns (users keep their own keys
+in topology configs, as in Storm). The loader records where each effective value came from.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
 
+from .config_schema import SCHEMA, problem
+
 log = logging.getLogger(__name__)
 
 CONF_DIR_ENV = "STORM_CONF_DIR"
+PACKAGED_SOURCE = "packaged defaults"
+OVERRIDE_SOURCE = "-c"
 
-# Keys whose packaged default is null, with the types they take when set.
-_NUMBER = (int, float)
-_NULLABLE_TYPES: dict[str, tuple[type, ...]] = {
-    "storm.zookeeper.auth.scheme": (str,),
-    "storm.zookeeper.auth.payload": (str,),
-    "storm.zookeeper.topology.auth.scheme": (str,),
-    "storm.zookeeper.topology.auth.payload": (str,),
-    "storm.local.hostname": (str,),
-    "topology.acker.executors": (int,),
-    "topology.max.spout.pending": (int,),
-    "topology.tick.tuple.freq.secs": _NUMBER,
-    "topology.max.task.parallelism": (int,),
-}
-# Keys that take fractional values although their default is a whole number.
-_FRACTIONAL_OK = {
-    "topology.message.timeout.secs",
-    "topology.stats.sample.rate",
-}
 # Keys Storm sets itself on a submitted topology.
 _INTERNAL_KEYS = {"topology.name", "storm.id"}
 # Key prefixes users may freely add (e.g. spark.* passed through to Spark).
@@ -45,7 +34,47 @@ _warned: set[str] = set()
 
 
 class ConfigError(ValueError):
-    """A configuration value is missing, malformed or of the wrong type."""
+    """A configuration value is missing, malformed, of the wrong type or out of range."""
+
+
+# ---------------------------------------------------------------- YAML without duplicate keys
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, line: int):
+        super().__init__(f"duplicate key {key!r} (line {line})")
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping naming the same key twice (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if duplicate:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """Parse YAML text; a syntax error or a duplicate key is a ConfigError naming `source`."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{source}: config key {exc.key!r} is set twice (line {exc.line}); "
+                          f"keep one") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+
+
+# ---------------------------------------------------------------- defaults
 
 
 def _defaults_text() -> str:
@@ -59,70 +88,53 @@ def default_config() -> dict[str, Any]:
     """A fresh copy of the packaged defaults."""
     global _DEFAULTS
     if _DEFAULTS is None:
-        data = yaml.safe_load(_defaults_text()) or {}
+        data = load_yaml(_defaults_text(), "packaged defaults.yaml") or {}
         _DEFAULTS = dict(data)
     return dict(_DEFAULTS)
 
 
-def expected_types(key: str) -> tuple[type, ...] | None:
-    """The types a known key accepts, or None for an unknown key."""
-    defaults = default_config()
-    if key in _NULLABLE_TYPES:
-        return _NULLABLE_TYPES[key]
-    if key not in defaults:
-        return None
-    value = defaults[key]
-    if isinstance(value, bool):
-        return (bool,)
-    if isinstance(value, int):
-        return _NUMBER if key in _FRACTIONAL_OK else (int,)
-    if isinstance(value, float):
-        return _NUMBER
-    if isinstance(value, list):
-        return (list,)
-    if isinstance(value, dict):
-        return (dict,)
-    return (type(value),)
+# ---------------------------------------------------------------- validation
 
 
-def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
-    if value is None:
-        return True  # null means "use the built-in behaviour" for every key
-    if isinstance(value, bool) and bool not in types:
-        return False  # bool is an int subclass; True is never a count
-    return isinstance(value, types)
+def _short(value: Any) -> str:
+    text = "null" if value is None else repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_value(key: str, value: Any, source: str = "config") -> None:
+    """Raise ConfigError if the schema refuses `value` for the known `key`."""
+    rule = SCHEMA.get(key)
+    if rule is None:
+        return
+    bad = problem(rule, value)
+    if bad is not None:
+        raise ConfigError(f"config key {key!r} = {_short(value)} in {source}: {bad}")
 
 
 def validate_config(conf: Mapping[str, Any], source: str = "config") -> None:
-    """Raise ConfigError on a wrongly typed known key; warn once per unknown key."""
+    """Raise ConfigError on a refused value of a known key; warn once per unknown key."""
     for key, value in conf.items():
         if not isinstance(key, str):
             raise ConfigError(f"{source}: config key {key!r} is not a string")
-        types = expected_types(key)
-        if types is None:
-            if key not in _INTERNAL_KEYS and not key.startswith(_OPEN_PREFIXES) and key not in _warned:
-                _warned.add(key)
-                log.warning("%s: unknown config key %r (kept, but storm-py does not read it)", source, key)
-            continue
-        if not _type_ok(value, types):
-            names = " or ".join(t.__name__ for t in types)
-            raise ConfigError(
-                f"{source}: config key {key!r} must be {names}, got {type(value).__name__} {value!r}"
-            )
+        if key in SCHEMA:
+            check_value(key, value, source)
+        elif key not in _INTERNAL_KEYS and not key.startswith(_OPEN_PREFIXES) and key not in _warned:
+            _warned.add(key)
+            log.warning("%s: unknown config key %r (kept, but storm-py does not read it)", source, key)
+
+
+# ---------------------------------------------------------------- -c key=value
 
 
 def parse_override(item: str) -> tuple[str, Any]:
     """Parse one `-c key=value`; the value is read as a YAML scalar/flow value."""
     if "=" not in item:
-        raise ConfigError(f"-c {item!r}: expected key=value")
+        raise ConfigError(f"-c {item!r}: expected KEY=VALUE (e.g. -c topology.workers=2)")
     key, raw = item.split("=", 1)
     key = key.strip()
     if not key:
         raise ConfigError(f"-c {item!r}: empty key")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"-c {item!r}: value for {key!r} is not valid YAML: {exc}") from None
+    value = load_yaml(raw, f"-c {item!r}: value for {key!r}") if raw.strip() else ""
     return key, value
 
 
@@ -130,15 +142,21 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
     return dict(parse_override(i) for i in items)
 
 
-def read_yaml_config(path: Path) -> dict[str, Any]:
+# ---------------------------------------------------------------- storm.yaml and provenance
+
+
+def read_yaml_config(path: Path, source: str | None = None) -> dict[str, Any]:
+    """A YAML file holding a mapping of config keys (empty file: {})."""
+    source = source or str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot be read: {exc}") from None
+    data = load_yaml(text, source)
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
+        raise ConfigError(f"{source}: expected a mapping of config keys, got {type(data).__name__}")
     return data
 
 
@@ -148,24 +166,61 @@ def resolve_conf_dir(conf_dir: str | os.PathLike | None) -> Path | None:
     return Path(conf_dir) if conf_dir is not None else None
 
 
+@dataclass
+class LoadedConfig:
+    """The effective config, where each value came from, and the -c overrides on their own."""
+
+    conf: dict[str, Any]
+    sources: dict[str, str]
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def source_of(self, key: str) -> str | None:
+        return self.sources.get(key)
+
+    def apply(self, layer: Mapping[str, Any] | None, source: str) -> None:
+        """Validate `layer` (naming `source`) and lay it over the config."""
+        if layer:
+            validate_config(layer, source)
+            self.conf.update(layer)
+            self.sources.update(dict.fromkeys(layer, source))
+
+
+def _storm_yaml(conf_dir: str | os.PathLike | None) -> tuple[Path, str] | None:
+    """storm.yaml's path and its source label, or None when there is none to read."""
+    if conf_dir is not None:
+        path = Path(conf_dir) / "storm.yaml"
+        if not path.exists():
+            raise ConfigError(f"--conf-dir {conf_dir}: no storm.yaml there")
+        return path, f"--conf-dir {path}"
+    env = os.environ.get(CONF_DIR_ENV) or None
+    if env is None:
+        return None
+    path = Path(env) / "storm.yaml"
+    if not Path(env).is_dir():
+        raise ConfigError(f"${CONF_DIR_ENV}={env}: not a directory (unset it or point it at the "
+                          f"directory holding storm.yaml)")
+    return (path, f"${CONF_DIR_ENV}/storm.yaml ({path})") if path.exists() else None
+
+
+def load_storm_config(
+    conf_dir: str | os.PathLike | None = None, overrides: Mapping[str, Any] | None = None
+) -> LoadedConfig:
+    """Defaults < storm.yaml (conf_dir, else $STORM_CONF_DIR) < overrides, validated, with sources."""
+    loaded = LoadedConfig(default_config(), dict.fromkeys(default_config(), PACKAGED_SOURCE),
+                          dict(overrides or {}))
+    found = _storm_yaml(conf_dir)
+    if found is not None:
+        path, source = found
+        loaded.apply(read_yaml_config(path, source), source)
+    loaded.apply(overrides, OVERRIDE_SOURCE)
+    return loaded
+
+
 def read_storm_config(
     conf_dir: str | os.PathLike | None = None, overrides: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Defaults < conf_dir/storm.yaml < overrides, validated."""
-    conf = default_config()
-    directory = resolve_conf_dir(conf_dir)
-    if directory is not None:
-        path = directory / "storm.yaml"
-        if path.exists():
-            user = read_yaml_config(path)
-            validate_config(user, str(path))
-            conf.update(user)
-        elif conf_dir is not None:
-            raise ConfigError(f"--conf-dir {directory}: no storm.yaml there")
-    if overrides:
-        validate_config(overrides, "-c")
-        conf.update(overrides)
-    return conf
+    return load_storm_config(conf_dir, overrides).conf
 
 
 def merge_configs(*layers: Mapping[str, Any] | None, source: str = "topology config") -> dict[str, Any]:

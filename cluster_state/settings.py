@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .config import ConfigError, default_config
+from .config import ConfigError, check_value, default_config
 from .paths import normalize_path
 
 
@@ -32,49 +32,39 @@ def _has_port(server: str) -> bool:
     return server.count(":") == 1
 
 
+_KEYS = ("storm.zookeeper.servers", "storm.zookeeper.port", "storm.zookeeper.root",
+         "storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout",
+         "storm.zookeeper.retry.times", "storm.zookeeper.retry.interval",
+         "storm.zookeeper.retry.intervalceiling.millis")
+
+
 def _get(conf: Mapping[str, Any], key: str) -> Any:
     value = conf.get(key)
     return default_config()[key] if value is None else value
 
 
-def _number(conf: Mapping[str, Any], key: str, minimum: float) -> float:
-    value = _get(conf, key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        raise ConfigError(f"config key {key!r} must be a number >= {minimum}, got {value!r}")
-    return value
-
-
 def zk_settings(conf: Mapping[str, Any]) -> ZkSettings:
-    """Validated settings; a missing key takes its packaged default."""
-    servers = _get(conf, "storm.zookeeper.servers")
-    if isinstance(servers, str):
-        servers = [servers]
-    if not isinstance(servers, (list, tuple)) or not servers or not all(
-        isinstance(s, str) and s.strip() for s in servers
-    ):
-        raise ConfigError(f"config key 'storm.zookeeper.servers' must be a non-empty list of hosts, got {servers!r}")
-    port = _number(conf, "storm.zookeeper.port", 1)
-    if not isinstance(port, int) or port > 65535:
-        raise ConfigError(f"config key 'storm.zookeeper.port' must be an int port, got {port!r}")
-    root = _get(conf, "storm.zookeeper.root")
-    if not isinstance(root, str) or not root.startswith("/"):
-        raise ConfigError(f"config key 'storm.zookeeper.root' must be an absolute path, got {root!r}")
+    """Validated settings (config_schema's rules); a missing key takes its packaged default."""
+    values = {}
+    for key in _KEYS:
+        value = _get(conf, key)
+        if key == "storm.zookeeper.servers" and isinstance(value, str):
+            value = [value]  # one host given as a plain string
+        check_value(key, value)
+        values[key] = value
     try:
-        root = normalize_path(root)
+        root = normalize_path(values["storm.zookeeper.root"])
     except ValueError as exc:
         raise ConfigError(f"config key 'storm.zookeeper.root': {exc}") from None
-    retry_times = _number(conf, "storm.zookeeper.retry.times", 0)
-    if not isinstance(retry_times, int):
-        raise ConfigError(f"config key 'storm.zookeeper.retry.times' must be an int, got {retry_times!r}")
-    interval = _number(conf, "storm.zookeeper.retry.interval", 0) / 1000.0
-    ceiling = _number(conf, "storm.zookeeper.retry.intervalceiling.millis", 0) / 1000.0
+    interval = values["storm.zookeeper.retry.interval"] / 1000.0
+    ceiling = values["storm.zookeeper.retry.intervalceiling.millis"] / 1000.0
     return ZkSettings(
-        servers=tuple(s.strip() for s in servers),
-        port=port,
+        servers=tuple(s.strip() for s in values["storm.zookeeper.servers"]),
+        port=values["storm.zookeeper.port"],
         root=root,
-        session_timeout_secs=_number(conf, "storm.zookeeper.session.timeout", 1) / 1000.0,
-        connection_timeout_secs=_number(conf, "storm.zookeeper.connection.timeout", 1) / 1000.0,
-        retry_times=retry_times,
+        session_timeout_secs=values["storm.zookeeper.session.timeout"] / 1000.0,
+        connection_timeout_secs=values["storm.zookeeper.connection.timeout"] / 1000.0,
+        retry_times=values["storm.zookeeper.retry.times"],
         retry_interval_secs=interval,
         retry_ceiling_secs=max(ceiling, interval),
     )

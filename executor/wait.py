@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from cluster_state.config import default_config
+from cluster_state.config_schema import WAIT_STRATEGY_NAMES
 from executor.errors import InvalidTopologyError
 
 Sleeper = Callable[[float], Any]
@@ -53,35 +55,28 @@ class ParkWait:
         return counter + 1
 
 
-_NAMES = {
-    "progressive": "progressive",
-    "waitstrategyprogressive": "progressive",
-    "org.apache.storm.policy.waitstrategyprogressive": "progressive",
-    "park": "park",
-    "waitstrategypark": "park",
-    "org.apache.storm.policy.waitstrategypark": "park",
-}
-
-
 def make_wait_strategy(conf: Mapping[str, Any], situation: str, sleeper: Sleeper):
+    """The strategy `topology.{situation}.wait.strategy` names, set from its keys in `conf`."""
     if situation not in SITUATIONS:
         raise ValueError(f"unknown wait situation {situation!r}")
     key = f"topology.{situation}.wait.strategy"
-    name = conf.get(key) or "Progressive"
-    kind = _NAMES.get(str(name).lower())
+    name = _get(conf, key)
+    kind = WAIT_STRATEGY_NAMES.get(str(name).lower())
     if kind is None:
         raise InvalidTopologyError(f"config key {key!r}: unknown wait strategy {name!r} (use Progressive or Park)")
     if kind == "park":
-        return ParkWait(_num(conf, f"topology.{situation}.wait.park.microsec", 100) / 1e6, sleeper)
+        return ParkWait(_get(conf, f"topology.{situation}.wait.park.microsec") / 1e6, sleeper)
     prefix = f"topology.{situation}.wait.progressive"
     return ProgressiveWait(
-        int(_num(conf, f"{prefix}.level1.count", 1)),
-        int(_num(conf, f"{prefix}.level2.count", 1000)),
-        _num(conf, f"{prefix}.level3.sleep.millis", 1) / 1e3,
+        int(_get(conf, f"{prefix}.level1.count")),
+        int(_get(conf, f"{prefix}.level2.count")),
+        _get(conf, f"{prefix}.level3.sleep.millis") / 1e3,
         sleeper,
     )
 
 
-def _num(conf: Mapping[str, Any], key: str, default: float) -> float:
-    v = conf.get(key)
-    return default if v is None else v
+def _get(conf: Mapping[str, Any], key: str) -> Any:
+    # Executors get their conf merged over the packaged defaults; a bare conf (tests, direct
+    # callers) falls back to the same packaged value rather than a copy kept here.
+    value = conf.get(key)
+    return default_config()[key] if value is None else value

@@ -13,14 +13,17 @@ import yaml
 from cluster_state import config as config_mod
 from cluster_state.config import (
     CONF_DIR_ENV,
+    PACKAGED_SOURCE,
     ConfigError,
     default_config,
+    load_storm_config,
     merge_configs,
     parse_override,
     parse_overrides,
     read_storm_config,
     validate_config,
 )
+from cluster_state.config_schema import SCHEMA, problem
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGED_DEFAULTS = Path(config_mod.__file__).with_name("defaults.yaml")
@@ -213,7 +216,12 @@ def test_wrong_type_in_storm_yaml_and_overrides_names_key_and_source(tmp_path, k
     ("storm.zookeeper.servers", ["zk1", "zk2"]),
     ("storm.local.hostname", "host-a"),
     ("topology.spout.wait.strategy", "org.apache.storm.policy.WaitStrategyPark"),
-    ("topology.workers", None),
+    ("topology.max.task.parallelism", 1),
+    ("topology.stats.sample.rate", 0),
+    ("storm.zookeeper.servers", ["zk1:2182", "[::1]:2181", "::1"]),
+    ("supervisor.slots.ports", []),
+    ("supervisor.worker.shutdown.sleep.secs", 0),
+    ("nimbus.task.timeout.secs", 1.5),
 ])
 def test_well_typed_values_pass(key, value):
     validate_config({key: value})
@@ -296,3 +304,140 @@ def test_parse_overrides_later_wins_and_feeds_read_storm_config():
 def test_parsed_override_with_wrong_type_fails_naming_key():
     with pytest.raises(ConfigError, match="topology.workers"):
         read_storm_config(None, parse_overrides(["topology.workers=two"]))
+
+
+# ---------------------------------------------------------------- schema
+
+
+def test_schema_declares_exactly_the_default_keys():
+    assert set(SCHEMA) == set(default_config())
+
+
+@pytest.mark.parametrize("key", sorted(SCHEMA))
+def test_every_default_passes_its_own_schema(key):
+    assert problem(SCHEMA[key], default_config()[key]) is None
+
+
+def test_section_13_keys_have_storms_defaults():
+    d = default_config()
+    keys = ["nimbus.monitor.freq.secs", "nimbus.task.timeout.secs", "nimbus.task.launch.secs",
+            "nimbus.supervisor.timeout.secs", "supervisor.heartbeat.frequency.secs",
+            "supervisor.monitor.frequency.secs", "supervisor.worker.start.timeout.secs",
+            "supervisor.worker.timeout.secs", "supervisor.worker.shutdown.sleep.secs",
+            "worker.heartbeat.frequency.secs", "task.heartbeat.frequency.secs", "task.refresh.poll.secs"]
+    assert [d[k] for k in keys] == [10, 30, 120, 60, 5, 3, 120, 30, 3, 1, 3, 10]
+    assert d["nimbus.seeds"] == ["localhost"] and d["nimbus.thrift.port"] == 6627
+    assert d["nimbus.thrift.timeout"] == 10 and d["nimbus.authentication.secret"] is None
+    assert d["supervisor.slots.ports"] == [6700, 6701, 6702, 6703]
+    assert d["storm.log.dir"] is None and d["storm.package.max.bytes"] == 100 * 1024 * 1024
+    assert d["topology.max.tuple.size.bytes"] == 16777216
+    assert d["topology.executor.receive.buffer.bytes"] == 67108864
+
+
+@pytest.mark.parametrize("key,value,allowed", [
+    ("topology.max.spout.pending", -5, ">= 1 or null"),
+    ("topology.max.spout.pending", 0, ">= 1 or null"),
+    ("topology.message.timeout.secs", 0, "> 0"),
+    ("topology.message.timeout.secs", float("nan"), "> 0"),
+    ("topology.message.timeout.secs", float("inf"), "> 0"),
+    ("topology.max.task.parallelism", 0, ">= 1 or null"),
+    ("topology.workers", 0, ">= 1"),
+    ("topology.workers", None, "null is not allowed"),
+    ("topology.acker.executors", -1, ">= 0 or null"),
+    ("topology.executor.receive.buffer.size", 0, ">= 1"),
+    ("topology.transfer.buffer.size", 0, ">= 1"),
+    ("topology.producer.batch.size", 0, ">= 1"),
+    ("topology.executor.receive.buffer.bytes", 0, ">= 1"),
+    ("topology.max.tuple.size.bytes", 0, ">= 1"),
+    ("topology.stats.sample.rate", 1.5, "from 0 to 1"),
+    ("topology.stats.sample.rate", -0.1, "from 0 to 1"),
+    ("topology.tick.tuple.freq.secs", 0, "> 0"),
+    ("storm.zookeeper.port", 0, "65535"),
+    ("storm.zookeeper.port", 65536, "65535"),
+    ("nimbus.thrift.port", -1, "65535"),
+    ("supervisor.slots.ports", [6700, 70000], "65535"),
+    ("supervisor.slots.ports", [6700, 6700], "duplicate"),
+    ("topology.bolt.wait.strategy", "Spin", "Progressive or Park"),
+    ("topology.spout.wait.progressive.level1.count", -1, ">= 0"),
+    ("topology.backpressure.wait.park.microsec", -1, ">= 0"),
+    ("nimbus.task.timeout.secs", 0, "> 0"),
+    ("nimbus.seeds", [], "non-empty"),
+    ("storm.zookeeper.root", "storm", "absolute"),
+    ("storm.local.dir", "", "non-empty"),
+])
+def test_out_of_range_names_key_value_and_what_is_allowed(key, value, allowed):
+    with pytest.raises(ConfigError) as info:
+        validate_config({key: value}, "topology file t.py config")
+    msg = str(info.value)
+    assert key in msg and allowed in msg and "topology file t.py config" in msg
+    assert ("null" if value is None else repr(value)) in msg
+
+
+@pytest.mark.parametrize("entry", ["", "  ", "zk1 zk2", "zk1,zk2", "zk1:port", "zk1:0", ":2181", 7, None])
+def test_malformed_zookeeper_server_entry_names_key_and_entry(entry):
+    with pytest.raises(ConfigError) as info:
+        validate_config({"storm.zookeeper.servers": ["zk0", entry]})
+    msg = str(info.value)
+    assert "storm.zookeeper.servers" in msg and f"entry 1 ({entry!r})" in msg
+
+
+def test_zk_settings_names_the_malformed_server_entry():
+    from cluster_state.settings import zk_settings
+    with pytest.raises(ConfigError, match=r"storm.zookeeper.servers.*'bad host'"):
+        zk_settings({"storm.zookeeper.servers": ["ok", "bad host"]})
+
+
+# ---------------------------------------------------------------- duplicate YAML keys
+
+
+def test_duplicate_key_in_storm_yaml_names_key_and_file(tmp_path):
+    conf_dir = _write_storm_yaml(tmp_path, "topology.workers: 2\ntopology.debug: true\ntopology.workers: 3\n")
+    with pytest.raises(ConfigError) as info:
+        read_storm_config(conf_dir)
+    msg = str(info.value)
+    assert "'topology.workers'" in msg and str(tmp_path / "storm.yaml") in msg and "line 3" in msg
+
+
+def test_duplicate_key_in_a_nested_mapping_and_in_c_values():
+    with pytest.raises(ConfigError, match="'a'"):
+        parse_override("my.map={a: 1, a: 2}")
+
+
+# ---------------------------------------------------------------- provenance
+
+
+def test_sources_record_where_each_value_came_from(monkeypatch, tmp_path):
+    conf_dir = _write_storm_yaml(tmp_path / "c", "topology.workers: 2\ntopology.debug: true\n")
+    loaded = load_storm_config(conf_dir, {"topology.debug": False})
+    assert loaded.source_of("topology.workers") == f"--conf-dir {conf_dir / 'storm.yaml'}"
+    assert loaded.source_of("topology.debug") == "-c"
+    assert loaded.source_of("topology.message.timeout.secs") == PACKAGED_SOURCE
+    assert loaded.overrides == {"topology.debug": False}
+    monkeypatch.setenv(CONF_DIR_ENV, str(conf_dir))
+    env_loaded = load_storm_config()
+    assert env_loaded.source_of("topology.workers") == f"$STORM_CONF_DIR/storm.yaml ({conf_dir / 'storm.yaml'})"
+
+
+def test_error_names_storm_conf_dir_when_the_value_came_from_there(monkeypatch, tmp_path):
+    conf_dir = _write_storm_yaml(tmp_path, "topology.max.spout.pending: -5\n")
+    monkeypatch.setenv(CONF_DIR_ENV, str(conf_dir))
+    with pytest.raises(ConfigError) as info:
+        read_storm_config()
+    assert "$STORM_CONF_DIR" in str(info.value) and "topology.max.spout.pending" in str(info.value)
+
+
+def test_storm_conf_dir_that_is_not_a_directory_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv(CONF_DIR_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match=r"\$STORM_CONF_DIR"):
+        read_storm_config()
+
+
+def test_storm_conf_dir_without_storm_yaml_is_defaults(monkeypatch, tmp_path):
+    monkeypatch.setenv(CONF_DIR_ENV, str(tmp_path))
+    assert read_storm_config() == default_config()
+
+
+def test_unreadable_storm_yaml_names_the_file(tmp_path):
+    (tmp_path / "storm.yaml").mkdir()
+    with pytest.raises(ConfigError, match="storm.yaml"):
+        read_storm_config(tmp_path)

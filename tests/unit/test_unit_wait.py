@@ -203,11 +203,27 @@ def test_null_strategy_name_means_default():
     assert isinstance(w, ProgressiveWait)
 
 
-def test_null_level_keys_fall_back_to_builtin_defaults():
+def test_missing_or_null_level_keys_take_the_packaged_defaults():
+    d = default_config()
     conf = {"topology.bolt.wait.strategy": "Progressive",
             "topology.bolt.wait.progressive.level1.count": None,
-            "topology.bolt.wait.progressive.level2.count": None,
             "topology.bolt.wait.progressive.level3.sleep.millis": None}
     w = make_wait_strategy(conf, BOLT_WAIT, FakeSleeper())
-    assert (w.level1, w.level2) == (1, 1000)
-    assert w.level3_secs == pytest.approx(0.001)
+    assert w.level1 == d["topology.bolt.wait.progressive.level1.count"]
+    assert w.level2 == d["topology.bolt.wait.progressive.level2.count"]
+    assert w.level3_secs == pytest.approx(d["topology.bolt.wait.progressive.level3.sleep.millis"] / 1000)
+    park = make_wait_strategy({"topology.spout.wait.strategy": "Park"}, SPOUT_WAIT, FakeSleeper())
+    assert park.park_secs == pytest.approx(d["topology.spout.wait.park.microsec"] / 1e6)
+
+
+def test_wait_strategy_names_are_the_schemas():
+    # One list of accepted names: every name the schema accepts builds a strategy, and the
+    # schema refuses a name make_wait_strategy refuses.
+    from cluster_state.config import ConfigError, check_value
+    from cluster_state.config_schema import WAIT_STRATEGY_NAMES
+
+    for name in WAIT_STRATEGY_NAMES:
+        check_value("topology.bolt.wait.strategy", name)
+        make_wait_strategy({"topology.bolt.wait.strategy": name}, BOLT_WAIT, FakeSleeper())
+    with pytest.raises(ConfigError, match="topology.bolt.wait.strategy"):
+        check_value("topology.bolt.wait.strategy", "Spin")
