@@ -1,0 +1,157 @@
+"""RpcClient: calls an RpcServer; `call(op, **args)` returns the result or raises the typed error.
+
+Socket choice (the "lazy pirate" pattern): one REQ socket kept between calls and thrown away
+(linger 0) after any timeout. A REQ that never got its reply is stuck in its send/recv state
+machine, so replacing it is the only safe recovery, and it also drops a late reply that would
+otherwise be read as the answer to the next call. Keeping it between successful calls saves
+a TCP handshake per call. ZMQ_IMMEDIATE makes the socket writable only once the connection is
+up, so "cannot connect" (safe to try the next seed: nothing was sent) is told apart from "sent
+but no reply" (not retried: the call may have happened, e.g. a submit).
+
+One deadline, `timeout_secs`, bounds a whole call including the connection; with several
+seeds each gets an equal share of what is left. Calls from several threads are serialized.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Mapping, Sequence
+
+import zmq
+
+from cluster_state.config import ConfigError, default_config
+from daemons.rpc.protocol import UnreachableError, decode_reply, encode_request
+
+log = logging.getLogger(__name__)
+
+SEEDS_KEY = "nimbus.seeds"
+PORT_KEY = "nimbus.thrift.port"
+TIMEOUT_KEY = "nimbus.thrift.timeout"
+SECRET_KEY = "nimbus.authentication.secret"
+
+
+def connect_endpoint(host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"tcp://{host}:{port}"
+
+
+class RpcClient:
+    def __init__(self, host: str | Sequence[str], port: int, *, timeout_secs: float,
+                 secret: str | None = None, peer_name: str = "Nimbus"):
+        hosts = [host] if isinstance(host, str) else list(host)
+        if not hosts or not all(isinstance(h, str) and h for h in hosts):
+            raise ValueError(f"RpcClient needs at least one host name, got {host!r}")
+        if isinstance(timeout_secs, bool) or not isinstance(timeout_secs, (int, float)) or timeout_secs <= 0:
+            raise ValueError(f"timeout_secs must be a positive number, got {timeout_secs!r}")
+        self.hosts = hosts
+        self.port = port
+        self.timeout_secs = float(timeout_secs)
+        self.peer_name = peer_name
+        self._secret = secret
+        self._lock = threading.Lock()
+        self._sock: zmq.Socket | None = None
+        self._current = 0  # the seed that answered last
+
+    @property
+    def addresses(self) -> list[str]:
+        return [f"{h}:{self.port}" for h in self.hosts]
+
+    def call(self, op: str, /, **args: Any) -> Any:
+        """Send one request and wait up to timeout_secs for the reply. Raises UnreachableError
+        (naming host:port and the timeout), the typed error of an error reply, or ProtocolError."""
+        frame = encode_request(op, args, self._secret)
+        with self._lock:
+            deadline = time.monotonic() + self.timeout_secs
+            sock = self._connected(deadline)
+            try:
+                sock.send(frame, zmq.NOBLOCK)
+            except zmq.Again:
+                self._drop()
+                raise UnreachableError(self._unreachable_text()) from None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
+                address = self.addresses[self._current]
+                self._drop()
+                raise UnreachableError(f"{self.peer_name} at {address} did not answer {op!r} "
+                                       f"within {self.timeout_secs:g}s")
+            reply = sock.recv()
+        return decode_reply(reply)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def __enter__(self) -> RpcClient:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    # -- connection ------------------------------------------------------------------------------
+
+    def _connected(self, deadline: float) -> zmq.Socket:
+        if self._sock is not None:
+            if self._sock.poll(0, zmq.POLLOUT):
+                return self._sock
+            self._drop()  # the connection went away: look for a seed again
+        order = list(range(self._current, len(self.hosts))) + list(range(self._current))
+        for left, index in zip(range(len(order), 0, -1), order):
+            share = (deadline - time.monotonic()) / left
+            sock = self._open(self.hosts[index])
+            if sock is not None and share > 0 and sock.poll(int(share * 1000) + 1, zmq.POLLOUT):
+                self._sock, self._current = sock, index
+                return sock
+            if sock is not None:
+                sock.close(linger=0)
+            log.debug("%s at %s not reachable", self.peer_name, self.addresses[index])
+        raise UnreachableError(self._unreachable_text())
+
+    def _open(self, host: str) -> zmq.Socket | None:
+        sock = zmq.Context.instance().socket(zmq.REQ)
+        sock.linger = 0
+        sock.setsockopt(zmq.IMMEDIATE, 1)
+        try:
+            if ":" in host.strip("[]"):
+                sock.ipv6 = True
+            sock.connect(connect_endpoint(host, self.port))
+        except zmq.ZMQError as exc:  # e.g. a malformed host: that seed is unreachable
+            log.debug("cannot connect to %s:%s: %s", host, self.port, exc)
+            sock.close(linger=0)
+            return None
+        return sock
+
+    def _drop(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+
+    def _unreachable_text(self) -> str:
+        return f"cannot reach {self.peer_name} at {', '.join(self.addresses)} within {self.timeout_secs:g}s"
+
+
+def _conf_value(conf: Mapping[str, Any], key: str) -> Any:
+    value = conf.get(key)
+    return default_config().get(key) if value is None else value
+
+
+def client_from_conf(conf: Mapping[str, Any]) -> RpcClient:
+    """A Nimbus client from `nimbus.seeds`, `nimbus.thrift.port`, `nimbus.thrift.timeout` and
+    `nimbus.authentication.secret` (a key missing from `conf` takes its packaged default)."""
+    seeds = _conf_value(conf, SEEDS_KEY)
+    if isinstance(seeds, str):
+        seeds = [seeds]
+    if not isinstance(seeds, (list, tuple)) or not seeds or not all(isinstance(s, str) and s.strip() for s in seeds):
+        raise ConfigError(f"config key {SEEDS_KEY!r} must be a non-empty list of host names, got {seeds!r}")
+    port = _conf_value(conf, PORT_KEY)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(f"config key {PORT_KEY!r} must be a port number (1..65535), got {port!r}")
+    timeout = _conf_value(conf, TIMEOUT_KEY)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ConfigError(f"config key {TIMEOUT_KEY!r} must be a positive number of seconds, got {timeout!r}")
+    secret = _conf_value(conf, SECRET_KEY)
+    if secret is not None and not isinstance(secret, str):
+        raise ConfigError(f"config key {SECRET_KEY!r} must be a string, got {type(secret).__name__}")
+    return RpcClient([s.strip() for s in seeds], port, timeout_secs=timeout, secret=secret or None)
