@@ -374,7 +374,8 @@ def _read(path: Path, zf: zipfile.ZipFile,
     by_name = _check_entries(path, zf.infolist(), max_bytes)
     info = by_name.get(MANIFEST_NAME)
     if info is None:
-        raise _error(path, f"no {MANIFEST_NAME} at the root (not a storm-py package?)")
+        raise _error(path, "missing at the zip's root (not a storm-py package? make one with "
+                           "`storm-py jar build`)", MANIFEST_NAME)
     limit = min(MAX_MANIFEST_BYTES, max_bytes)
     try:
         with zf.open(info) as f:
@@ -494,7 +495,8 @@ def _stream_entry(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, expect
     except PackageError:
         raise
     except _ZIP_ERRORS as exc:
-        raise _error(path, f"cannot be decompressed: {type(exc).__name__}: {exc}", info.filename) from None
+        raise _error(path, f"cannot be decompressed (damaged, or its declared size is false): "
+                           f"{type(exc).__name__}: {exc}", info.filename) from None
     if size != expected.size:
         raise _error(path, f"holds {size} bytes, the manifest lists {expected.size}", info.filename)
     if h.hexdigest() != expected.sha256:
