@@ -19,9 +19,6 @@ from executor.package import MAX_BYTES_KEY, Manifest, build_package, file_checks
 
 log = logging.getLogger(__name__)
 
-# Used only while conf/defaults.yaml lacks storm.package.max.bytes (being added there).
-_FALLBACK_MAX_BYTES = 100 * 1024 * 1024
-
 
 @click.group()
 def jar() -> None:
@@ -29,12 +26,8 @@ def jar() -> None:
 
 
 def package_max_bytes(conf: Mapping[str, Any]) -> int:
-    value = conf.get(MAX_BYTES_KEY)
-    if value is None:
-        return _FALLBACK_MAX_BYTES
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise click.ClickException(f"{MAX_BYTES_KEY} must be a positive integer, got {value!r}")
-    return value
+    # Always present (packaged defaults) and range-checked by the config schema.
+    return int(conf[MAX_BYTES_KEY])
 
 
 def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, Any]) -> Manifest:
