@@ -257,10 +257,10 @@ class PeriodicThread:
 
     def start(self) -> None:
         with self._lock:
-            if self._thread is not None:
-                return
             if self._stopping:
                 raise LifecycleError(f"{self.name} was stopped; it cannot start again")
+            if self._thread is not None:
+                return
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
 
