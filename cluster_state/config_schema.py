@@ -208,6 +208,7 @@ SCHEMA: dict[str, Rule] = {
     "nimbus.task.timeout.secs": _positive(),
     "nimbus.task.launch.secs": _positive(),
     "nimbus.supervisor.timeout.secs": _positive(),
+    "nimbus.inbox.jar.expiration.secs": _positive(),
     # Supervisor, workers, tasks
     "supervisor.slots.ports": Rule("list", item=PORT, check=_unique, describe_as="a list of ports (ints 1-65535)"),
     "supervisor.heartbeat.frequency.secs": _positive(),

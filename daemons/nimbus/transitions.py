@@ -44,6 +44,8 @@ from executor.errors import InvalidTopologyError
 class IllegalTransitionError(RuntimeError):
     """An event that the topology's status does not allow (e.g. activating a killed topology)."""
 
+    rpc_kind = "illegal-state"  # reaches an RPC client as IllegalStateError
+
     def __init__(self, topology: str, status: str, event: str) -> None:
         self.topology = topology
         self.status = status

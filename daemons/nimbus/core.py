@@ -1,0 +1,420 @@
+"""Nimbus's operations and its scheduling round, on the cluster state and the code store.
+
+No threads and no sockets here: `daemons.nimbus.daemon` runs these from its RPC thread and its
+monitor thread, under one lock (Storm's nimbus serialises them the same way). Decisions are
+the pure functions of `scheduler`, `transitions` and `liveness`; this module reads ZooKeeper,
+calls them, and writes back only what changed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from cluster_state.config import ConfigError, merge_configs
+from cluster_state.errors import ClusterStateError, DecodeError
+from cluster_state.records import (
+    STATUS_ACTIVE,
+    STATUS_INACTIVE,
+    Assignment,
+    StormBase,
+)
+from cluster_state.storm import StormClusterState
+from daemons.nimbus import liveness
+from daemons.nimbus.code_store import CodeStore
+from daemons.nimbus.scheduler import (
+    SupervisorSlots,
+    TopologyRequest,
+    node_hosts,
+    schedule,
+    start_times,
+)
+from daemons.nimbus.transitions import (
+    Activate,
+    Deactivate,
+    Event,
+    Kill,
+    Rebalance,
+    RemoveTopology,
+    Reschedule,
+    ScheduleTimer,
+    Startup,
+    TopologyState,
+    apply_to_base,
+    state_from_base,
+    transition,
+)
+from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
+from executor.layout import ACKER_COMPONENT, TopologyLayout, compute_layout, num_ackers
+from executor.package import read_manifest, verify_package, without_secrets
+from executor.structure import TopologyStructure, validate_structure, validate_topology_name
+
+log = logging.getLogger(__name__)
+
+_STAT_KEYS = ("emitted", "transferred", "executed", "acked", "failed")
+
+
+@dataclass(frozen=True)
+class _Topology:
+    """What Nimbus keeps in memory about a stored topology (read once from its code dir)."""
+
+    structure: TopologyStructure
+    conf: Mapping[str, Any]
+
+
+class NimbusCore:
+    def __init__(self, conf: Mapping[str, Any], cluster: StormClusterState, store: CodeStore,
+                 clock: Callable[[], float] = time.time):
+        self.conf = dict(conf)
+        self.cluster = cluster
+        self.store = store
+        self.clock = clock
+        self.lock = threading.RLock()
+        self._counter = itertools.count(1)
+        self._timers: list[tuple[float, int, str, Event]] = []
+        self._timer_seq = itertools.count()
+        self._beats: dict[tuple[str, tuple[int, int]], liveness.Seen] = {}
+        self._sup_beats: dict[str, liveness.Seen] = {}
+        self._meta: dict[str, _Topology] = {}
+        self.started_at = clock()
+
+    # ------------------------------------------------------------------ recovery
+    def recover(self) -> None:
+        """On start: keep every running assignment, re-arm pending kills and rebalances, and
+        remove topologies whose code is gone (Storm's cleans-corrupt)."""
+        with self.lock:
+            for storm_id in self.cluster.active_storms():
+                base = self._base_or_none(storm_id)
+                if base is None:
+                    continue
+                if not self.store.has(storm_id):
+                    log.warning("topology %s (%s) has no code in %s: removing it", base.storm_name, storm_id,
+                                self.store.dist)
+                    self._remove(storm_id)
+                    continue
+                self._apply(storm_id, Startup())
+            self.cleanup()
+
+    # ------------------------------------------------------------------ submit
+    def submit(self, name: str, package: Path, initial_status: str = STATUS_ACTIVE) -> str:
+        """Validate and install a verified upload, write its storm base and assign it."""
+        validate_topology_name(name)
+        if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
+            raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
+        try:
+            # Every file's digest checked now: a damaged package is refused at submit, not at a supervisor.
+            manifest = verify_package(package, max_bytes=int(self.conf["storm.package.max.bytes"]))
+            structure = manifest.structure()
+            validate_structure(structure)
+            with self.lock:
+                if self._id_of(name) is not None:
+                    raise AlreadyAliveError(f"topology {name!r} is already running")
+                now = self.clock()
+                storm_id = f"{name}-{next(self._counter)}-{int(now)}"
+                conf = self._topology_conf(name, storm_id, manifest.conf)
+                num_workers = int(conf["topology.workers"])
+                layout = compute_layout(structure, conf, num_workers)
+                self.store.install(storm_id, package, conf)
+                self._meta[storm_id] = _Topology(structure, conf)
+                base = StormBase(storm_name=name, launch_time_secs=int(now), status=initial_status,
+                                 num_workers=num_workers,
+                                 component_executors={c: len(e) for c, e in layout.executors.items()})
+                try:
+                    self.cluster.setup_heartbeats(storm_id)
+                    self.cluster.activate_storm(storm_id, base)
+                    self.mk_assignments()
+                except BaseException:
+                    self._remove(storm_id)
+                    raise
+        finally:
+            package.unlink(missing_ok=True)
+        log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
+        return storm_id
+
+    def _topology_conf(self, name: str, storm_id: str, submitted: Mapping[str, Any]) -> dict[str, Any]:
+        """Nimbus's conf < the submitted conf (which already has the client's -c on top), with
+        the secrets left out and Storm's own keys set."""
+        try:
+            conf = merge_configs(self.conf, without_secrets(submitted), source=f"topology {name!r} config")
+        except ConfigError as exc:
+            raise InvalidTopologyError(str(exc)) from None
+        conf = without_secrets(conf)
+        workers = int(conf["topology.workers"])
+        # Fixed at submit so that a rebalance keeps the acker's task ids (and the layout) stable.
+        conf["topology.acker.executors"] = num_ackers(conf, workers)
+        conf["topology.name"] = name
+        conf["storm.id"] = storm_id
+        return conf
+
+    # ------------------------------------------------------------------ user events
+    def kill(self, name: str, wait_secs: float | None = None) -> None:
+        self._event(name, Kill(wait_secs))
+
+    def activate(self, name: str) -> None:
+        self._event(name, Activate())
+
+    def deactivate(self, name: str) -> None:
+        self._event(name, Deactivate())
+
+    def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
+                  executors: Mapping[str, int] | None = None) -> None:
+        with self.lock:
+            storm_id = self._require(name)
+            known = self._topology(storm_id).structure.components
+            for comp in executors or {}:
+                if comp not in known:
+                    raise InvalidTopologyError(f"rebalance {name}: topology has no component {comp!r} "
+                                               f"(components: {', '.join(sorted(known))})")
+            self._event(name, Rebalance(wait_secs, num_workers, dict(executors) if executors else None))
+
+    def _event(self, name: str, event: Event) -> None:
+        with self.lock:
+            storm_id = self._require(name)
+            log.info("topology %s: %s", name, event.name)
+            self._apply(storm_id, event)
+
+    def _apply(self, storm_id: str, event: Event) -> None:
+        """Run one state-machine step for a topology and carry out its actions."""
+        base = self._base(storm_id)
+        state = self._state(storm_id, base)
+        new_state, actions = transition(state, event, self.clock())
+        if new_state is not None and new_state != state:
+            self.cluster.activate_storm(storm_id, apply_to_base(base, new_state))
+        for action in actions:
+            if isinstance(action, ScheduleTimer):
+                heapq.heappush(self._timers, (action.at_secs, next(self._timer_seq), storm_id, action.event))
+            elif isinstance(action, RemoveTopology):
+                self._remove(storm_id)
+            elif isinstance(action, Reschedule):
+                self.mk_assignments(scratch={storm_id})
+
+    def fire_timers(self) -> None:
+        """Deliver every due kill/rebalance timer (a stale one is ignored by the state machine)."""
+        with self.lock:
+            now = self.clock()
+            while self._timers and self._timers[0][0] <= now:
+                _at, _seq, storm_id, event = heapq.heappop(self._timers)
+                if self._base_or_none(storm_id) is None:
+                    continue  # removed meanwhile
+                try:
+                    self._apply(storm_id, event)
+                except (ClusterStateError, InvalidTopologyError) as exc:
+                    log.error("topology %s: %s failed: %s", storm_id, event.name, exc)
+
+    def next_timer_in(self) -> float | None:
+        with self.lock:
+            return None if not self._timers else max(0.0, self._timers[0][0] - self.clock())
+
+    # ------------------------------------------------------------------ scheduling round
+    def mk_assignments(self, scratch: set[str] = frozenset()) -> None:
+        """Schedule every topology; write only the assignments whose content changed.
+
+        `scratch`: topologies rescheduled from nothing (a rebalance), as Storm does."""
+        with self.lock:
+            now = self.clock()
+            supervisors = self._alive_supervisors(now)
+            requests, old = [], {}
+            for storm_id in sorted(self.cluster.active_storms()):
+                base = self._base_or_none(storm_id)
+                if base is None or not self.store.has(storm_id):
+                    continue
+                layout = self.layout(storm_id, base)
+                executors = tuple(e for _c, e in layout.all_executors())
+                try:
+                    current = self.cluster.assignment_info(storm_id)
+                except DecodeError as exc:
+                    log.warning("topology %s: unreadable assignment, rescheduling it: %s", storm_id, exc)
+                    current = None
+                old[storm_id] = current
+                if storm_id in scratch or current is None:
+                    requests.append(TopologyRequest(storm_id, executors, base.num_workers))
+                    continue
+                alive = self._alive_executors(storm_id, current, executors, now)
+                requests.append(TopologyRequest(storm_id, executors, base.num_workers,
+                                                assignment=current.executor_node_port, alive=alive))
+            new = schedule(requests, supervisors)
+            for storm_id, enp in new.items():
+                self._write_assignment(storm_id, old.get(storm_id), enp, supervisors, now,
+                                       from_scratch=storm_id in scratch)
+
+    def _write_assignment(self, storm_id, current: Assignment | None, enp, supervisors, now,
+                          from_scratch: bool) -> None:
+        old_enp = {} if current is None or from_scratch else current.executor_node_port
+        old_starts = {} if current is None or from_scratch else current.executor_start_time_secs
+        assignment = Assignment(
+            master_code_dir=str(self.store.topology_dir(storm_id)),
+            node_host=node_hosts(enp, supervisors, None if current is None else current.node_host),
+            executor_node_port=enp,
+            executor_start_time_secs=start_times(old_enp, old_starts, enp, int(now)))
+        if assignment == current:
+            return  # never rewrite an unchanged assignment: watchers would wake for nothing
+        moved = sum(1 for e, s in enp.items() if old_enp.get(e) != s)
+        log.info("topology %s: assignment of %d executors on %d slots (%d moved)", storm_id, len(enp),
+                 len(set(enp.values())), moved)
+        self.cluster.set_assignment(storm_id, assignment)
+
+    def _alive_supervisors(self, now: float) -> list[SupervisorSlots]:
+        infos = self.cluster.all_supervisor_info()
+        self._sup_beats = liveness.update_cache(liveness.forget(self._sup_beats, infos),
+                                                {sid: i.time_secs for sid, i in infos.items()}, now)
+        alive = liveness.alive_supervisors(infos, self._sup_beats, now,
+                                           float(self.conf["nimbus.supervisor.timeout.secs"]))
+        return [SupervisorSlots(sid, infos[sid].hostname, tuple(infos[sid].meta)) for sid in sorted(alive)]
+
+    def _alive_executors(self, storm_id: str, current: Assignment, executors, now: float) -> frozenset:
+        beats = self.cluster.executor_beats(storm_id, current.executor_node_port)
+        reported = {(storm_id, e): b.time_secs for e, b in beats.items()}
+        self._beats = liveness.update_cache(self._beats, reported, now)
+        mine = {e: seen for (sid, e), seen in self._beats.items() if sid == storm_id}
+        alive = liveness.alive_executors(executors, mine, current.executor_start_time_secs, now,
+                                         float(self.conf["nimbus.task.timeout.secs"]),
+                                         float(self.conf["nimbus.task.launch.secs"]))
+        dead = [e for e in executors if e in current.executor_node_port and e not in alive]
+        if dead:
+            log.info("topology %s: executors %s are not alive, reassigning them", storm_id, sorted(dead))
+        return alive
+
+    # ------------------------------------------------------------------ housekeeping
+    def cleanup(self) -> None:
+        """Heartbeats, errors and code of topologies that are gone (Storm's do-cleanup)."""
+        with self.lock:
+            alive = set(self.cluster.active_storms())
+            for storm_id in set(self.cluster.heartbeat_storms()) - alive:
+                self.cluster.teardown_heartbeats(storm_id)
+            for storm_id in set(self.cluster.error_topologies()) - alive:
+                self.cluster.teardown_topology_errors(storm_id)
+            for storm_id in set(self.store.stored_ids()) - alive:
+                log.info("removing the code of topology %s, which is gone", storm_id)
+                self.store.remove(storm_id)
+                self._meta.pop(storm_id, None)
+
+    # ------------------------------------------------------------------ information
+    def cluster_info(self) -> dict[str, Any]:
+        with self.lock:
+            now = self.clock()
+            used: dict[str, set[int]] = {}
+            topologies = []
+            for storm_id in sorted(self.cluster.active_storms()):
+                base = self._base_or_none(storm_id)
+                if base is None:
+                    continue
+                assignment = self._assignment_or_none(storm_id)
+                slots = set() if assignment is None else set(assignment.executor_node_port.values())
+                for node, port in slots:
+                    used.setdefault(node, set()).add(port)
+                tasks = sum(e - s + 1 for s, e in (assignment.executor_node_port if assignment else {}))
+                topologies.append({"name": base.storm_name, "id": storm_id, "status": base.status,
+                                   "num_tasks": tasks, "num_workers": len(slots),
+                                   "num_executors": 0 if assignment is None else len(assignment.executor_node_port),
+                                   "uptime_secs": int(now - base.launch_time_secs)})
+            supervisors = []
+            for sid, info in sorted(self.cluster.all_supervisor_info().items()):
+                supervisors.append({"id": sid, "host": info.hostname, "slots": len(info.meta),
+                                    "used": len(used.get(sid, ())), "ports": list(info.meta),
+                                    "uptime_secs": info.uptime_secs})
+            return {"nimbus_uptime_secs": int(now - self.started_at), "supervisors": supervisors,
+                    "topologies": topologies}
+
+    def topology_info(self, name: str) -> dict[str, Any]:
+        with self.lock:
+            storm_id = self._require(name)
+            base = self._base(storm_id)
+            layout = self.layout(storm_id, base)
+            assignment = self._assignment_or_none(storm_id)
+            enp = {} if assignment is None else assignment.executor_node_port
+            hosts = {} if assignment is None else assignment.node_host
+            beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
+            components = []
+            for comp in sorted(layout.executors):
+                execs, totals, lat = [], dict.fromkeys(_STAT_KEYS, 0), [0.0, 0]
+                for ex in layout.executors[comp]:
+                    slot = enp.get(ex)
+                    stats = beats[ex].stats if ex in beats and isinstance(beats[ex].stats, dict) else {}
+                    for k in _STAT_KEYS:
+                        v = stats.get(k, 0)
+                        totals[k] += v if isinstance(v, (int, float)) else 0
+                    cl = stats.get("complete_latency_ms")
+                    if isinstance(cl, (int, float)) and stats.get("acked"):
+                        lat[0] += cl * stats["acked"]
+                        lat[1] += stats["acked"]
+                    execs.append({"executor": list(ex), "host": hosts.get(slot[0]) if slot else None,
+                                  "port": slot[1] if slot else None, "alive": ex in beats})
+                error = None if comp == ACKER_COMPONENT else self.cluster.last_error(storm_id, comp)
+                components.append({
+                    "id": comp, "kind": "acker" if comp == ACKER_COMPONENT else
+                    self._topology(storm_id).structure.components[comp].kind,
+                    "tasks": len(layout.component_tasks[comp]), "executors": execs, **totals,
+                    "complete_latency_ms": lat[0] / lat[1] if lat[1] else None,
+                    "last_error": None if error is None else {"error": error.error, "time_secs": error.time_secs,
+                                                              "host": error.host, "port": error.port}})
+            return {"name": base.storm_name, "id": storm_id, "status": base.status,
+                    "uptime_secs": int(self.clock() - base.launch_time_secs), "num_workers": len(set(enp.values())),
+                    "components": components}
+
+    def _assignment_or_none(self, storm_id: str) -> Assignment | None:
+        try:
+            return self.cluster.assignment_info(storm_id)
+        except DecodeError as exc:
+            log.warning("topology %s: %s", storm_id, exc)
+            return None
+
+    # ------------------------------------------------------------------ helpers
+    def _base_or_none(self, storm_id: str) -> StormBase | None:
+        try:
+            return self.cluster.storm_base(storm_id)
+        except DecodeError as exc:
+            log.warning("skipping topology %s: %s", storm_id, exc)
+            return None
+
+    def _base(self, storm_id: str) -> StormBase:
+        base = self._base_or_none(storm_id)
+        if base is None:
+            raise NotAliveError(f"topology {storm_id} is not alive")
+        return base
+
+    def _id_of(self, name: str) -> str | None:
+        for storm_id in self.cluster.active_storms():
+            base = self._base_or_none(storm_id)
+            if base is not None and base.storm_name == name:
+                return storm_id
+        return None
+
+    def _require(self, name: str) -> str:
+        storm_id = self._id_of(name)
+        if storm_id is None:
+            raise NotAliveError(f"topology {name!r} is not alive")
+        return storm_id
+
+    def _topology(self, storm_id: str) -> _Topology:
+        meta = self._meta.get(storm_id)
+        if meta is None:
+            manifest = read_manifest(self.store.file_path(storm_id, "stormjar.zip"),
+                                     max_bytes=int(self.conf["storm.package.max.bytes"]))
+            meta = self._meta[storm_id] = _Topology(manifest.structure(), self.store.read_conf(storm_id))
+        return meta
+
+    def _state(self, storm_id: str, base: StormBase) -> TopologyState:
+        timeout = float(self._topology(storm_id).conf["topology.message.timeout.secs"])
+        return state_from_base(storm_id, base, timeout)
+
+    def _remove(self, storm_id: str) -> None:
+        """Storm base, assignment and heartbeats go first (workers then exit), then errors and code."""
+        try:
+            self.cluster.remove_storm(storm_id)
+        except ClusterStateError as exc:
+            log.warning("removing topology %s from ZooKeeper: %s", storm_id, exc)
+        self.cluster.teardown_topology_errors(storm_id)
+        self.store.remove(storm_id)
+        self._meta.pop(storm_id, None)
+        self._beats = {k: v for k, v in self._beats.items() if k[0] != storm_id}
+        log.info("removed topology %s", storm_id)
+
+    def layout(self, storm_id: str, base: StormBase) -> TopologyLayout:
+        meta = self._topology(storm_id)
+        return compute_layout(meta.structure, meta.conf, base.num_workers, base.component_executors)

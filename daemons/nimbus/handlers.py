@@ -1,0 +1,120 @@
+"""Nimbus's RPC operations: argument checking and mapping onto NimbusCore (quick, no waiting).
+
+Operations (args -> result):
+    begin_upload {size, checksum}                  -> {upload_id, chunk_bytes}
+    upload_chunk {upload_id, offset, data}         -> {received}
+    submit {name, upload_id, initial_status?}      -> {id}
+    kill {name, wait_secs?} / activate {name} / deactivate {name}
+    rebalance {name, wait_secs?, num_workers?, executors?: {component: n}}
+    cluster_info {}                                -> supervisors and topologies
+    topology_info {name}                           -> status, components, stats, last errors
+    download_info {id, file}                       -> {size, checksum}     (supervisors)
+    download_chunk {id, file, offset, length}      -> {data}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from daemons.nimbus.code_store import CodeStore, UploadError, UploadTooLargeError, sha256_file
+from daemons.nimbus.core import NimbusCore
+from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
+from executor.errors import NotAliveError
+
+CHUNK_BYTES = 1 << 20  # upload/download chunk: well under the request limit, few round trips
+
+
+def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
+                  after_change: Callable[[], Any]) -> dict[str, Callable[[dict], Any]]:
+    """`after_change` runs after an event that may schedule a timer (wakes the monitor)."""
+
+    def begin_upload(a: dict) -> dict:
+        size = arg(a, "size", int)
+        checksum = arg(a, "checksum", str)
+        if size < 0:
+            raise BadRequestError(f"upload size must be >= 0, got {size}")
+        if size > max_package_bytes:
+            raise TooLargeError(f"package of {size} bytes exceeds storm.package.max.bytes ({max_package_bytes})")
+        with core.lock:
+            return {"upload_id": _upload(lambda: store.begin_upload(size, checksum, max_package_bytes)),
+                    "chunk_bytes": CHUNK_BYTES}
+
+    def upload_chunk(a: dict) -> dict:
+        upload_id = arg(a, "upload_id", str)
+        offset = arg(a, "offset", int)
+        data = arg(a, "data", bytes)
+        with core.lock:
+            return {"received": _upload(lambda: store.upload_chunk(upload_id, offset, data))}
+
+    def submit(a: dict) -> dict:
+        name = arg(a, "name", str)
+        upload_id = arg(a, "upload_id", str)
+        status = arg(a, "initial_status", str, "active")
+        with core.lock:
+            package = _upload(lambda: store.finish_upload(upload_id))
+        return {"id": core.submit(name, package, status)}
+
+    def kill(a: dict) -> None:
+        core.kill(arg(a, "name", str), _wait(a))
+        after_change()
+
+    def activate(a: dict) -> None:
+        core.activate(arg(a, "name", str))
+
+    def deactivate(a: dict) -> None:
+        core.deactivate(arg(a, "name", str))
+
+    def rebalance(a: dict) -> None:
+        executors = arg(a, "executors", dict, None)
+        if executors is not None:
+            for comp, n in executors.items():
+                if not isinstance(comp, str) or isinstance(n, bool) or not isinstance(n, int):
+                    raise BadRequestError(f"executors must map component ids to counts, got {comp!r}: {n!r}")
+        core.rebalance(arg(a, "name", str), _wait(a), arg(a, "num_workers", int, None), executors)
+        after_change()
+
+    def download_info(a: dict) -> dict:
+        path = _download_path(a)
+        return {"size": path.stat().st_size, "checksum": sha256_file(path)}
+
+    def download_chunk(a: dict) -> dict:
+        path = _download_path(a)
+        offset = arg(a, "offset", int)
+        length = min(arg(a, "length", int, CHUNK_BYTES), CHUNK_BYTES)
+        if offset < 0 or length < 0:
+            raise BadRequestError("offset and length must be >= 0")
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return {"data": f.read(length)}
+
+    def _download_path(a: dict):
+        storm_id = arg(a, "id", str)
+        name = arg(a, "file", str)
+        path = _upload(lambda: store.file_path(storm_id, name))
+        if not path.is_file():
+            raise NotAliveError(f"no code for topology {storm_id} on this Nimbus")
+        return path
+
+    return {
+        "begin_upload": begin_upload, "upload_chunk": upload_chunk, "submit": submit,
+        "kill": kill, "activate": activate, "deactivate": deactivate, "rebalance": rebalance,
+        "cluster_info": lambda a: core.cluster_info(),
+        "topology_info": lambda a: core.topology_info(arg(a, "name", str)),
+        "download_info": download_info, "download_chunk": download_chunk,
+    }
+
+
+def _wait(a: dict) -> float | None:
+    wait = arg(a, "wait_secs", (int, float), None)
+    if wait is not None and wait < 0:
+        raise BadRequestError(f"wait must be >= 0 seconds, got {wait}")
+    return wait
+
+
+def _upload(fn):
+    try:
+        return fn()
+    except UploadTooLargeError as exc:
+        raise TooLargeError(str(exc)) from None
+    except UploadError as exc:
+        raise BadRequestError(str(exc)) from None

@@ -1,0 +1,273 @@
+"""Nimbus on a real ZooKeeper, ported from Storm's nimbus_test: submit, validation, kill, activate,
+deactivate, rebalance, reassignment of dead executors and vanished supervisors, restart, cleanup.
+The core runs with a fake clock; supervisors and worker heartbeats are written by the test."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+from nimbus_helpers import beat, package, register_supervisor
+
+from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.paths import assignment_path
+from daemons.nimbus.code_store import CodeStore
+from daemons.nimbus.core import NimbusCore
+from daemons.nimbus.transitions import IllegalTransitionError
+from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, secs: float) -> None:
+        self.now += secs
+
+
+@pytest.fixture
+def env(zk_conf, tmp_path):
+    conf = {**zk_conf, "storm.local.dir": str(tmp_path / "local"), "nimbus.task.timeout.secs": 30,
+            "nimbus.task.launch.secs": 60, "nimbus.supervisor.timeout.secs": 60}
+    cluster = mk_storm_cluster_state(conf)
+    clock = Clock()
+    made = []
+
+    def nimbus():
+        store = CodeStore(tmp_path / "local" / "nimbus")
+        store.open()
+        core = NimbusCore(conf, cluster, store, clock=clock)
+        core.recover()
+        made.append(core)
+        return core
+
+    class Env:
+        pass
+
+    e = Env()
+    e.conf, e.cluster, e.clock, e.nimbus, e.root = conf, cluster, clock, nimbus, tmp_path
+    yield e
+    cluster.disconnect()
+
+
+def _submit(env, core, name="topo", **kw):
+    pkg = package(env.root, **kw)
+    return core.submit(name, pkg)
+
+
+def _slots(assignment):
+    return collections.Counter(assignment.executor_node_port.values())
+
+
+def test_submit_writes_a_storm_base_and_an_even_assignment_over_two_supervisors(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    register_supervisor(env.cluster, "sup-2", "host-b")
+    core = env.nimbus()
+    storm_id = _submit(env, core, spouts=2, bolts=3, config={"topology.workers": 4})
+    assert storm_id.startswith("topo-1-")
+    base = env.cluster.storm_base(storm_id)
+    assert (base.storm_name, base.status, base.num_workers) == ("topo", "active", 4)
+    assert base.component_executors == {"numbers": 2, "pass": 3, "__acker": 4}
+    a = env.cluster.assignment_info(storm_id)
+    slots = _slots(a)
+    assert len(slots) == 4 and sorted(slots.values()) == [2, 2, 2, 3]  # 9 executors over 4 slots
+    assert collections.Counter(node for node, _ in slots) == {"sup-1": 2, "sup-2": 2}  # interleaved
+    assert a.node_host == {"sup-1": "host-a", "sup-2": "host-b"}
+    assert set(a.executor_start_time_secs) == set(a.executor_node_port)
+    conf = core.store.read_conf(storm_id)
+    assert conf["storm.id"] == storm_id and conf["topology.name"] == "topo"
+
+
+def test_duplicate_names_bad_names_and_invalid_structures_are_rejected_naming_the_culprit(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    _submit(env, core)
+    with pytest.raises(AlreadyAliveError, match="'topo'"):
+        _submit(env, core)
+    for bad in ("a/b", "a.b", "x:y", ""):
+        with pytest.raises(InvalidTopologyError, match="topology name"):
+            _submit(env, core, name=bad)
+
+    def unknown_source(d):
+        d["components"]["pass"]["inputs"][0]["source"] = "ghost"
+
+    with pytest.raises(InvalidTopologyError, match="bolt 'pass' subscribes to unknown component 'ghost'"):
+        core.submit("broken", package(env.root, structure_edit=unknown_source))
+
+    def zero_parallelism(d):
+        d["components"]["numbers"]["parallelism"] = 0
+
+    with pytest.raises(InvalidTopologyError, match="'numbers': parallelism"):
+        core.submit("broken2", package(env.root, structure_edit=zero_parallelism))
+    with pytest.raises(InvalidTopologyError, match="topology.workers"):
+        core.submit("broken3", package(env.root, conf={"topology.workers": 0}))
+    assert sorted(env.cluster.active_storms()) == [core._id_of("topo")]
+    assert core.store.stored_ids() == [core._id_of("topo")]  # nothing of the refused ones kept
+
+
+def test_kill_with_wait_marks_killed_at_once_and_removes_after_the_wait(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    storm_id = _submit(env, core)
+    core.kill("topo", 20)
+    assert env.cluster.storm_base(storm_id).status == "killed"
+    env.clock.advance(19)
+    core.fire_timers()
+    assert env.cluster.assignment_info(storm_id) is not None
+    env.clock.advance(2)
+    core.fire_timers()
+    assert env.cluster.storm_base(storm_id) is None and env.cluster.assignment_info(storm_id) is None
+    assert core.store.stored_ids() == []
+    with pytest.raises(NotAliveError):
+        core.kill("topo")
+    _submit(env, core)  # the name is free again
+
+
+def test_activate_and_deactivate_flip_the_status_and_a_killed_topology_cannot_be_activated(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    storm_id = _submit(env, core)
+    core.deactivate("topo")
+    assert env.cluster.storm_base(storm_id).status == "inactive"
+    core.activate("topo")
+    assert env.cluster.storm_base(storm_id).status == "active"
+    core.kill("topo", 30)
+    with pytest.raises(IllegalTransitionError, match="topology topo is killed: cannot activate"):
+        core.activate("topo")
+    with pytest.raises(NotAliveError, match="'nope'"):
+        core.activate("nope")
+
+
+def test_rebalance_changes_the_worker_count_and_keeps_the_tasks(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    register_supervisor(env.cluster, "sup-2", "host-b")
+    core = env.nimbus()
+    storm_id = _submit(env, core, spouts=2, bolts=2, bolt_tasks=4, config={"topology.workers": 2})
+    before = env.cluster.assignment_info(storm_id)
+    tasks = sorted(t for s, e in before.executor_node_port for t in range(s, e + 1))
+    core.rebalance("topo", 5, num_workers=4, executors={"pass": 4})
+    assert env.cluster.storm_base(storm_id).status == "rebalancing"
+    with pytest.raises(InvalidTopologyError, match="no component 'ghost'"):
+        core.rebalance("topo", 0, executors={"ghost": 2})
+    env.clock.advance(6)
+    core.fire_timers()
+    base = env.cluster.storm_base(storm_id)
+    after = env.cluster.assignment_info(storm_id)
+    assert base.status == "active" and base.num_workers == 4 and base.component_executors["pass"] == 4
+    assert len(set(after.executor_node_port.values())) == 4
+    assert sorted(t for s, e in after.executor_node_port for t in range(s, e + 1)) == tasks
+
+
+def test_executors_of_a_vanished_supervisor_move_and_the_rest_stay(env):
+    register_supervisor(env.cluster, "sup-1", "host-a", ports=(6700, 6701))
+    register_supervisor(env.cluster, "sup-2", "host-b", ports=(6700, 6701))
+    register_supervisor(env.cluster, "sup-3", "host-c", ports=(6700, 6701))
+    core = env.nimbus()
+    storm_id = _submit(env, core, config={"topology.workers": 2})
+    before = env.cluster.assignment_info(storm_id).executor_node_port
+    gone = sorted({node for node, _ in before.values()})[0]
+    env.cluster.cluster_state.delete_node(f"/supervisors/{gone}")
+    core.mk_assignments()
+    after = env.cluster.assignment_info(storm_id).executor_node_port
+    for ex, slot in before.items():
+        if slot[0] == gone:
+            assert after[ex][0] != gone
+        else:
+            assert after[ex] == slot
+
+
+def test_executors_whose_heartbeats_stop_are_moved_after_the_timeout_not_before(env):
+    register_supervisor(env.cluster, "sup-1", "host-a", ports=(6700, 6701))
+    register_supervisor(env.cluster, "sup-2", "host-b", ports=(6700, 6701))
+    core = env.nimbus()
+    storm_id = _submit(env, core, config={"topology.workers": 2})
+    a = env.cluster.assignment_info(storm_id)
+    dead_slot = sorted(set(a.executor_node_port.values()))[0]
+    t = 1
+    def supervisors_alive(t):
+        register_supervisor(env.cluster, "sup-1", "host-a", ports=(6700, 6701), time_secs=t)
+        register_supervisor(env.cluster, "sup-2", "host-b", ports=(6700, 6701), time_secs=t)
+
+    for _ in range(4):  # past the launch grace, heartbeating every 20s
+        env.clock.advance(20)
+        t += 20
+        supervisors_alive(t)
+        beat(env.cluster, storm_id, a, t)
+        core.mk_assignments()
+    assert env.cluster.assignment_info(storm_id) == a
+    for _ in range(3):  # the dead slot's heartbeat stops advancing
+        env.clock.advance(10)
+        t += 10
+        supervisors_alive(t)
+        beat(env.cluster, storm_id, a, t, skip_slots=[dead_slot])
+        core.mk_assignments()
+        if env.clock.now - 1_000_080 < 30:
+            assert env.cluster.assignment_info(storm_id) == a, "moved before the timeout"
+    after = env.cluster.assignment_info(storm_id).executor_node_port
+    for ex, slot in a.executor_node_port.items():
+        if slot == dead_slot:
+            assert after[ex] != dead_slot
+        else:
+            assert after[ex] == slot
+
+
+def test_a_restarted_nimbus_keeps_every_assignment_byte_for_byte(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    register_supervisor(env.cluster, "sup-2", "host-b")
+    core = env.nimbus()
+    ids = [_submit(env, core, name=f"t{i}", config={"topology.workers": 2}) for i in range(2)]
+    core.kill("t1", 100)
+    raw = {i: env.cluster.cluster_state.get_data(assignment_path(i)) for i in ids}
+    versions = {i: env.cluster.assignment_version(i) for i in ids}
+    env.clock.advance(30)
+    core2 = env.nimbus()  # a new Nimbus on the same ZooKeeper and local dir
+    core2.mk_assignments()
+    assert {i: env.cluster.cluster_state.get_data(assignment_path(i)) for i in ids} == raw
+    assert {i: env.cluster.assignment_version(i) for i in ids} == versions
+    env.clock.advance(71)  # the kill's wait survives the restart: 100 s from the kill
+    core2.fire_timers()
+    assert env.cluster.storm_base(ids[1]) is None and env.cluster.storm_base(ids[0]) is not None
+
+
+def test_a_topology_whose_code_is_gone_is_removed_on_restart(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    storm_id = _submit(env, core)
+    core.store.remove(storm_id)
+    env.nimbus()
+    assert env.cluster.storm_base(storm_id) is None and env.cluster.assignment_info(storm_id) is None
+
+
+def test_an_upload_cut_off_midway_leaves_nothing_behind(env):
+    core = env.nimbus()
+    store = core.store
+    upload = store.begin_upload(1000, "0" * 64, 1 << 20)
+    store.upload_chunk(upload, 0, b"x" * 400)
+    assert list(store.inbox.iterdir())
+    assert store.expire_uploads(3600) == []  # not yet expired
+    assert store.expire_uploads(5, now=time.time() + 10) == [upload]
+    assert list(store.inbox.iterdir()) == [] and store.stored_ids() == []
+    upload = store.begin_upload(10, "0" * 64, 1 << 20)
+    store.upload_chunk(upload, 0, b"y" * 5)
+    env.nimbus()  # a restart empties the inbox too
+    assert list(store.inbox.iterdir()) == []
+
+
+def test_cleanup_removes_heartbeats_errors_and_code_of_topologies_that_are_gone(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    storm_id = _submit(env, core)
+    env.cluster.report_error(storm_id, "pass", "host-a", 6700, "boom")
+    env.cluster.setup_heartbeats("ghost-1-1")
+    core.kill("topo", 0)
+    core.fire_timers()
+    core.cleanup()
+    assert storm_id not in env.cluster.heartbeat_storms() and "ghost-1-1" not in env.cluster.heartbeat_storms()
+    assert storm_id not in env.cluster.error_topologies()
+    assert core.store.stored_ids() == []
