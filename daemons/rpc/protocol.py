@@ -120,7 +120,7 @@ def error_from_wire(kind: str, message: str) -> Exception:
 def error_message(exc: BaseException) -> str:
     """The text an error reply carries."""
     text = str(exc)
-    if isinstance(exc, (RpcError, NotAliveError, AlreadyAliveError, InvalidTopologyError)):
+    if error_kind(exc) is not None:  # typed: the message was written for the user
         return text or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
