@@ -11,6 +11,20 @@ timestamp, so one slot's slow kill never delays another slot. `now` is wall-cloc
 (time.time()): it is compared with heartbeat times and with launch times recorded before a
 supervisor restart.
 
+Driving it (one tick of the daemon's sync-processes, for every slot independently):
+1. targets = local_assignments.slot_targets(local, ports, {p: s.assignment for p, s in slots})
+2. per slot: code_present for the target's storm id (stormdist/{id} exists); for the slot's
+   worker (state.worker_id): its local heartbeat, and process_alive =
+   record.process_status(ProcessFacts from psutil) is ProcessStatus.ALIVE; a fresh uuid;
+3. step, then execute the actions in order: RecordWorker -> LocalState approved workers;
+   LaunchWorker -> mkdir, Popen (own session, output to its log), store record.with_pid(pid,
+   create_time); SendSigterm/SendSigkill -> signal the recorded pid only if check_process says
+   ALIVE; CleanupWorker -> remove its dirs; ForgetWorker -> drop its record; DownloadCode ->
+   hand the storm id to the downloader (dedup, retry_due back-off); ReportError -> log/report.
+4. step again no later than next_wakeup(state) (or every monitor period).
+On start: recover_slots(ports, records from LocalState); strays are stepped with
+assignment=None until EMPTY; stray_worker_dirs are removed without signalling anything.
+
 Rules (seed 003 and Storm 2.x):
 - the port's assignment changes or goes away: SIGTERM, wait `shutdown_sleep_secs`, SIGKILL,
   clean up, then prepare the new assignment (EMPTY when none);
@@ -255,6 +269,9 @@ def _start_kill(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConf
     if not inputs.process_alive:
         new, more = _worker_gone(state, inputs, now, conf, relaunch)
         return new, actions + more
+    if not relaunch and inputs.assignment is not None and not inputs.code_present:
+        # Fetch the next topology's code while the old worker shuts down (Storm does too).
+        actions += (DownloadCode(inputs.assignment.storm_id),)
     phase = SlotPhase.KILL_AND_RELAUNCH if relaunch else SlotPhase.KILL
     new = replace(state, phase=phase, kill_started_at=now, last_sigkill_at=None, stuck_reported=False,
                   running_since=None)

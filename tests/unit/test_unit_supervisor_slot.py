@@ -333,7 +333,7 @@ def test_reschedule_to_topology_without_code_waits_for_it():
     w = World()
     w.run_worker()
     w.code = {"t1"}
-    assert kinds(w.tick(B, dt=1)) == ["SendSigterm"]
+    assert kinds(w.tick(B, dt=1)) == ["DownloadCode", "SendSigterm"]  # fetched while the old one stops
     actions = w.tick(B, dt=0.1)
     assert kinds(actions) == ["CleanupWorker", "ForgetWorker", "DownloadCode"]
     assert w.state.phase is SlotPhase.WAITING_FOR_CODE
