@@ -65,3 +65,54 @@ def build(directory, file_name, output, conf):
     manifest = build_from_topology_file(topology_path, out, conf)
     click.echo(f"built package {output} ({len(manifest.files)} files, {out.stat().st_size} bytes, "
                f"checksum {file_checksum(out)})")
+
+
+def upload(client, path: Path) -> str:
+    """Upload a package in chunks with its checksum; returns the upload id."""
+    size = path.stat().st_size
+    reply = client.call("begin_upload", size=size, checksum=file_checksum(path))
+    upload_id, chunk = reply["upload_id"], int(reply["chunk_bytes"])
+    with open(path, "rb") as f:
+        offset = 0
+        while offset < size:
+            data = f.read(chunk)
+            client.call("upload_chunk", upload_id=upload_id, offset=offset, data=data)
+            offset += len(data)
+    return upload_id
+
+
+def _default_name(path: Path) -> str:
+    base = path.parent.name if path.suffix == ".py" else path.stem
+    return base.replace(".", "-") or "topology"
+
+
+@jar.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--name", default=None, help="Topology name (default: the .py file's directory or the zip's name).")
+@click.option("--inactive", is_flag=True, help="Submit without activating its spouts.")
+@common_options
+def submit(path, name, inactive, conf, overrides):
+    """Submit a topology: PATH is a topology .py file (its directory is packaged) or a package .zip."""
+    import tempfile
+
+    from daemons.cli_admin import NimbusSession
+    from executor.package import read_manifest, without_secrets
+
+    path = Path(path)
+    name = name or _default_name(path)
+    with tempfile.TemporaryDirectory(prefix="storm-py-submit-") as tmp:
+        if path.suffix == ".zip":
+            package = path
+            try:  # refuse a damaged package here rather than after an upload
+                read_manifest(package, max_bytes=package_max_bytes(conf))
+            except InvalidTopologyError as exc:
+                raise click.ClickException(str(exc)) from None
+        else:
+            package = Path(tmp) / "topology.zip"
+            build_from_topology_file(path, package, conf)
+        with NimbusSession(conf) as client:
+            upload_id = upload(client, package)
+            storm_id = client.call("submit", name=name, upload_id=upload_id,
+                                   initial_status="inactive" if inactive else "active",
+                                   conf=without_secrets(overrides))["id"]
+    click.echo(f"submitted topology {name} as {storm_id}")

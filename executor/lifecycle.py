@@ -62,6 +62,8 @@ class Service:
         self._failure_exc: BaseException | None = None
         self._undos: list[tuple[str, Callable[[], Any]]] = []
         self._done_callbacks: list[Callable[[Service], Any]] = []
+        self._running_callbacks: list[Callable[[Service], Any]] = []
+        self.ran = False  # reached RUNNING at least once
         self._done = threading.Event()
         self._state_lock = threading.Lock()        # short sections: status, failure, callbacks
         self._transition_lock = threading.Lock()   # held through a whole start() or stop()
@@ -97,6 +99,10 @@ class Service:
                 self._done_callbacks.append(callback)
                 return
         callback(self)
+
+    def when_running(self, callback: Callable[[Service], Any]) -> None:
+        """Call `callback(service)` once start() has succeeded (e.g. to announce where it runs)."""
+        self._running_callbacks.append(callback)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self._status.value}>"
@@ -148,7 +154,10 @@ class Service:
                 self._unwind()
                 raise LifecycleError(f"{self.name} failed while starting: {self._failure}") \
                     from self._failure_exc
+            self.ran = True
             log.info("%s: running", self.name)
+            for callback in self._running_callbacks:
+                callback(self)
 
     def stop(self) -> None:
         """Stop once (later calls return at once; a call during another thread's stop waits for

@@ -102,7 +102,8 @@ class NimbusCore:
             self.cleanup()
 
     # ------------------------------------------------------------------ submit
-    def submit(self, name: str, package: Path, initial_status: str = STATUS_ACTIVE) -> str:
+    def submit(self, name: str, package: Path, initial_status: str = STATUS_ACTIVE,
+               overrides: Mapping[str, Any] | None = None) -> str:
         """Validate and install a verified upload, write its storm base and assign it."""
         validate_topology_name(name)
         if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
@@ -117,7 +118,7 @@ class NimbusCore:
                     raise AlreadyAliveError(f"topology {name!r} is already running")
                 now = self.clock()
                 storm_id = f"{name}-{next(self._counter)}-{int(now)}"
-                conf = self._topology_conf(name, storm_id, manifest.conf)
+                conf = self._topology_conf(name, storm_id, manifest.conf, overrides or {})
                 num_workers = int(conf["topology.workers"])
                 layout = compute_layout(structure, conf, num_workers)
                 self.store.install(storm_id, package, conf)
@@ -137,11 +138,13 @@ class NimbusCore:
         log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
         return storm_id
 
-    def _topology_conf(self, name: str, storm_id: str, submitted: Mapping[str, Any]) -> dict[str, Any]:
-        """Nimbus's conf < the submitted conf (which already has the client's -c on top), with
-        the secrets left out and Storm's own keys set."""
+    def _topology_conf(self, name: str, storm_id: str, submitted: Mapping[str, Any],
+                       overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Nimbus's conf < the package's conf < the submitter's -c values (Storm's submitter merges
+        command-line options over the topology's conf), secrets left out, Storm's own keys set."""
         try:
             conf = merge_configs(self.conf, without_secrets(submitted), source=f"topology {name!r} config")
+            conf = merge_configs(conf, without_secrets(overrides), source=f"topology {name!r} -c")
         except ConfigError as exc:
             raise InvalidTopologyError(str(exc)) from None
         conf = without_secrets(conf)

@@ -50,9 +50,10 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         name = arg(a, "name", str)
         upload_id = arg(a, "upload_id", str)
         status = arg(a, "initial_status", str, "active")
+        overrides = arg(a, "conf", dict, {})
         with core.lock:
             package = _upload(lambda: store.finish_upload(upload_id))
-        return {"id": core.submit(name, package, status)}
+        return {"id": core.submit(name, package, status, overrides)}
 
     def kill(a: dict) -> None:
         core.kill(arg(a, "name", str), _wait(a))

@@ -1,0 +1,124 @@
+"""Client commands that talk to Nimbus: list, kill, activate, deactivate, rebalance."""
+
+from __future__ import annotations
+
+import click
+
+from cluster_state.config import ConfigError
+from daemons.cli_options import common_options
+
+
+class NimbusSession:
+    """A Nimbus client for one command; every failure becomes one `error:` line naming it."""
+
+    def __init__(self, conf):
+        from daemons.rpc.client import client_from_conf
+
+        try:
+            self._client = client_from_conf(conf)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    def call(self, op: str, **args):
+        from daemons.rpc.protocol import REMOTE_ERRORS
+
+        try:
+            return self._client.call(op, **args)
+        except REMOTE_ERRORS as exc:
+            raise click.ClickException(str(exc)) from None
+
+    def __enter__(self) -> "NimbusSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._client.close()
+
+
+def call(conf, op: str, **args):
+    with NimbusSession(conf) as nimbus:
+        return nimbus.call(op, **args)
+
+
+def _uptime(secs: int) -> str:
+    secs = max(0, int(secs))
+    d, rest = divmod(secs, 86400)
+    h, rest = divmod(rest, 3600)
+    m, s = divmod(rest, 60)
+    return (f"{d}d" if d else "") + (f"{h}h" if d or h else "") + f"{m}m{s}s"
+
+
+@click.command("list")
+@common_options
+def list_(conf):
+    """One row per topology: name, id, status, tasks, workers, uptime."""
+    info = call(conf, "cluster_info")
+    tops = info["topologies"]
+    if not tops:
+        click.echo("No topologies running.")
+        return
+    rows = [("NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME")]
+    rows += [(t["name"], t["id"], t["status"].upper(), str(t["num_tasks"]), str(t["num_workers"]),
+              _uptime(t["uptime_secs"])) for t in tops]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+def _wait_option(fn):
+    return click.option("-w", "--wait", "wait_secs", type=click.FloatRange(min=0), default=None,
+                        help="Seconds to wait before acting (default: the topology's message timeout).")(fn)
+
+
+@click.command()
+@click.argument("name")
+@_wait_option
+@common_options
+def kill(name, wait_secs, conf):
+    """Kill a topology: its spouts stop at once, it is removed after the wait."""
+    call(conf, "kill", name=name, wait_secs=wait_secs)
+    click.echo(f"killed topology {name}" + ("" if wait_secs == 0 else " (removed after the wait)"))
+
+
+@click.command()
+@click.argument("name")
+@common_options
+def activate(name, conf):
+    """Activate a topology's spouts."""
+    call(conf, "activate", name=name)
+    click.echo(f"activated topology {name}")
+
+
+@click.command()
+@click.argument("name")
+@common_options
+def deactivate(name, conf):
+    """Deactivate a topology's spouts."""
+    call(conf, "deactivate", name=name)
+    click.echo(f"deactivated topology {name}")
+
+
+def _executors(items) -> dict[str, int]:
+    out = {}
+    for item in items:
+        comp, sep, n = item.partition("=")
+        if not sep or not comp or not n.strip().isdigit() or int(n) < 1:
+            raise click.ClickException(f"-e {item!r}: expected COMPONENT=N with N >= 1")
+        out[comp] = int(n)
+    return out
+
+
+@click.command()
+@click.argument("name")
+@_wait_option
+@click.option("-n", "--num-workers", type=click.IntRange(min=1), default=None, help="New number of workers.")
+@click.option("-e", "--executors", "executors", multiple=True, metavar="COMPONENT=N",
+              help="New number of executors of a component (repeatable).")
+@common_options
+def rebalance(name, wait_secs, num_workers, executors, conf):
+    """Redistribute a topology over the cluster, optionally with new worker/executor counts."""
+    call(conf, "rebalance", name=name, wait_secs=wait_secs, num_workers=num_workers,
+         executors=_executors(executors) or None)
+    click.echo(f"rebalancing topology {name}")
+
+
+COMMANDS = (list_, kill, activate, deactivate, rebalance)
