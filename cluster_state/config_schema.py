@@ -174,7 +174,7 @@ def _absolute_path(value: str) -> str | None:
 
 
 def _unique(value: list) -> str | None:
-    return None if len(set(value)) == len(value) else "has duplicate entries"
+    return None if len(set(value)) == len(value) else "must not list a port twice"
 
 
 # ---------------------------------------------------------------- the schema

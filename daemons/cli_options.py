@@ -1,4 +1,5 @@
-"""Options every storm-py command takes: --conf-dir, repeated -c key=value, --log-level.
+"""What every storm-py command shares: --conf-dir, repeated -c key=value, --log-level, -h, and
+one place that turns a failing command into one `error:` line.
 
 Logging is configured here (for the CLI) and nowhere else.
 """
@@ -6,12 +7,25 @@ Logging is configured here (for the CLI) and nowhere else.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import sys
+from typing import Any, Mapping
 
 import click
 
-from cluster_state.config import ConfigError, parse_overrides, read_storm_config
+from cluster_state.config import (
+    ConfigError,
+    LoadedConfig,
+    load_storm_config,
+    parse_overrides,
+    validate_config,
+)
+
+log = logging.getLogger(__name__)
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+_LOADED_KEY = "storm_py.loaded_config"
 
 
 def setup_logging(level: str) -> None:
@@ -20,22 +34,80 @@ def setup_logging(level: str) -> None:
                         stream=sys.stderr)
 
 
-def common_options(fn):
-    """Adds --conf-dir, -c and --log-level; the command receives the merged `conf`."""
+def fail(message: str, code: int = 1) -> None:
+    """Print one `error:` line on stderr and end the command with `code`."""
+    click.echo(f"error: {message}", err=True)
+    raise SystemExit(code)
 
-    @click.option("--conf-dir", envvar="STORM_CONF_DIR", type=click.Path(file_okay=False),
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+class StormGroup(click.Group):
+    """The root group: every ClickException or UsageError, from any command or subgroup, becomes
+    one lower-case `error:` line (click's own `Error:` block is never printed)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        prog_name = prog_name or "storm-py"  # not "python -m daemons.cli"
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else (prog_name or self.name)
+            text = _lower_first(exc.format_message()).rstrip(".")
+            fail(f"{where}: {text} (see '{where} -h')", exc.exit_code)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            fail("interrupted", 130)
+        except Exception as exc:  # a bug of ours: still one line, the traceback in the debug log
+            log.debug("unexpected error", exc_info=True)
+            fail(f"unexpected {type(exc).__name__}: {exc} (run with --log-level DEBUG for details)")
+        code = rv if isinstance(rv, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def topology_conf(own: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None, source: str) -> dict:
+    """A topology's conf as submitted: its own config (validated, errors naming `source`) with
+    the -c overrides on top, as Storm's submitter merges command-line options over it."""
+    own = dict(own or {})
+    validate_config(own, source)
+    return {**own, **(overrides or {})}
+
+
+def current_config() -> LoadedConfig | None:
+    """The config common_options loaded for the running command (values, sources, -c overrides)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_LOADED_KEY) if ctx is not None else None
+
+
+def common_options(fn):
+    """Adds --conf-dir, -c and --log-level; the command receives the merged `conf`, and also
+    `overrides` (the -c values alone) and/or `loaded` (a LoadedConfig) if it declares them."""
+    wanted = inspect.signature(fn).parameters
+
+    # $STORM_CONF_DIR is read by the loader, not by click, so errors can say it came from there.
+    @click.option("--conf-dir", type=click.Path(file_okay=False),
                   help="Directory holding storm.yaml (default: $STORM_CONF_DIR).")
     @click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE",
-                  help="Override a config key (repeatable); the value is read as YAML.")
+                  help="Override a config key (repeatable); the value is read as YAML. Wins over "
+                       "storm.yaml and a topology's own config.")
     @click.option("--log-level", default="WARNING", show_default=True,
                   type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
     @functools.wraps(fn)
     def wrapper(conf_dir, overrides, log_level, **kwargs):
         setup_logging(log_level)
         try:
-            conf = read_storm_config(conf_dir, parse_overrides(overrides))
+            loaded = load_storm_config(conf_dir, parse_overrides(overrides))
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
-        return fn(conf=conf, **kwargs)
+        click.get_current_context().meta[_LOADED_KEY] = loaded
+        if "overrides" in wanted:
+            kwargs["overrides"] = dict(loaded.overrides)
+        if "loaded" in wanted:
+            kwargs["loaded"] = loaded
+        return fn(conf=loaded.conf, **kwargs)
 
     return wrapper

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from executor.errors import InvalidTopologyError
 from executor.topology import StormTopology
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -18,26 +22,61 @@ class TopologyFile:
     config: dict
 
 
+def user_location(exc: BaseException, directory: Path) -> str | None:
+    """`file:line` of the innermost frame of `exc` in the user's directory (None if none)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _within(f.filename, directory)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+
+
+def _within(filename: str, directory: Path) -> bool:
+    try:
+        return Path(filename).resolve().is_relative_to(directory)
+    except (OSError, ValueError):
+        return False
+
+
 def load_topology_file(path: str | Path) -> TopologyFile:
-    """Import the file with its directory importable, so it can import sibling modules."""
+    """Import the file with its directory importable, so it can import sibling modules.
+
+    Whatever goes wrong (no file, the file raising or calling sys.exit, no `topology`) is an
+    InvalidTopologyError naming the file; only KeyboardInterrupt passes through.
+    """
     path = Path(path).resolve()
-    if not path.is_file():
+    if not path.exists():
         raise InvalidTopologyError(f"topology file {path} does not exist")
+    if not path.is_file():
+        raise InvalidTopologyError(f"topology file {path} is not a file")
     directory = str(path.parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
     module_name = f"_storm_topology_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise InvalidTopologyError(f"topology file {path} cannot be imported as Python")
+        raise InvalidTopologyError(f"topology file {path} cannot be imported as Python (name it *.py)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except InvalidTopologyError:
+    except KeyboardInterrupt:
+        sys.modules.pop(module_name, None)
         raise
-    except Exception as exc:
-        raise InvalidTopologyError(f"topology file {path} raised while loading: {type(exc).__name__}: {exc}") from exc
+    except InvalidTopologyError as exc:
+        sys.modules.pop(module_name, None)
+        raise InvalidTopologyError(f"topology file {path}: {exc}") from exc
+    except SystemExit as exc:
+        sys.modules.pop(module_name, None)
+        raise InvalidTopologyError(
+            f"topology file {path} called sys.exit({exc.code!r}) while loading; it must define "
+            f"'topology' instead of running or exiting") from None
+    except BaseException as exc:  # noqa: B036 - any failure of user code is reported, never propagated
+        sys.modules.pop(module_name, None)
+        where = user_location(exc, path.parent)
+        log.debug("topology file %s raised while loading", path, exc_info=True)
+        raise InvalidTopologyError(
+            f"topology file {path} raised while loading: {type(exc).__name__}: {exc}"
+            + (f" (at {where})" if where else "")) from None
     topology = getattr(module, "topology", None)
     if topology is None:
         raise InvalidTopologyError(
@@ -47,7 +86,9 @@ def load_topology_file(path: str | Path) -> TopologyFile:
         raise InvalidTopologyError(
             f"topology file {path}: 'topology' is a {type(topology).__name__}, not the result of "
             f"TopologyBuilder.create_topology()")
-    config = getattr(module, "config", None) or {}
+    config = getattr(module, "config", None)
+    if config is None:
+        config = {}
     if not isinstance(config, dict):
         raise InvalidTopologyError(f"topology file {path}: 'config' must be a dict, got {type(config).__name__}")
     return TopologyFile(path, topology, dict(config))

@@ -80,7 +80,8 @@ def test_config_precedence_and_sibling_imports(tmp_path):
                    cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out_path.read_text())
-    assert seen == {"layer.yaml": "yaml", "layer.cli": "cli", "layer.topology": "topology",
+    # defaults < storm.yaml < topology config < -c (Storm's submitter merges -c over the topology's conf)
+    assert seen == {"layer.yaml": "yaml", "layer.cli": "cli", "layer.topology": "cli",
                     "topology.message.timeout.secs": 5, "topology.max.spout.pending": 7}
 
 

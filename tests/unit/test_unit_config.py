@@ -356,7 +356,7 @@ def test_section_13_keys_have_storms_defaults():
     ("storm.zookeeper.port", 65536, "65535"),
     ("nimbus.thrift.port", -1, "65535"),
     ("supervisor.slots.ports", [6700, 70000], "65535"),
-    ("supervisor.slots.ports", [6700, 6700], "duplicate"),
+    ("supervisor.slots.ports", [6700, 6700], "twice"),
     ("topology.bolt.wait.strategy", "Spin", "Progressive or Park"),
     ("topology.spout.wait.progressive.level1.count", -1, ">= 0"),
     ("topology.backpressure.wait.park.microsec", -1, ">= 0"),

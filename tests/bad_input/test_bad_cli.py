@@ -1,0 +1,257 @@
+"""Bad CLI input and the `storm-py local` run loop: one `error:` line naming the culprit, a
+non-zero exit, no traceback; tiny topologies in tmp_path (no Spark, no ZooKeeper)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import click
+import pytest
+
+from daemons.cli import main as cli_main
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _env():
+    return {k: v for k, v in os.environ.items() if k != "STORM_CONF_DIR"}
+
+
+def storm_py(*args, cwd=None, timeout=60):
+    return subprocess.run([sys.executable, "-m", "daemons.cli", *args], cwd=cwd, env=_env(),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def error_lines(out) -> list[str]:
+    return [line for line in out.stderr.splitlines() if line.startswith("error:")]
+
+
+def one_error(out, *names, code=None) -> str:
+    """Failed (with `code` if given) printing exactly one `error:` line naming every name, no traceback."""
+    assert out.returncode != 0 if code is None else out.returncode == code, (out.returncode, out.stderr)
+    lines = error_lines(out)
+    assert len(lines) == 1, out.stderr
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    assert "Traceback" not in out.stderr + out.stdout
+    return lines[0]
+
+
+# ---------------------------------------------------------------- -h everywhere
+
+
+def _command_paths(group: click.Group, prefix=()):
+    yield prefix
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _command_paths(cmd, prefix + (name,))
+        else:
+            yield prefix + (name,)
+
+
+@pytest.mark.parametrize("path", list(_command_paths(cli_main)), ids=lambda p: " ".join(p) or "storm-py")
+def test_dash_h_works_on_every_command_and_group(path):
+    out = storm_py(*path, "-h")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Usage: storm-py") and "-h, --help" in out.stdout
+
+
+def test_version_command():
+    out = storm_py("version")
+    assert out.returncode == 0 and out.stdout.startswith("storm-py ")
+
+
+# ---------------------------------------------------------------- usage errors
+
+
+def test_unknown_command():
+    one_error(storm_py("frobnicate"), "frobnicate", code=2)
+
+
+def test_missing_argument():
+    one_error(storm_py("local"), "FILE", code=2)
+
+
+def test_unknown_option():
+    one_error(storm_py("local", "x.py", "--nope"), "--nope", code=2)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "-inf", "soon", "0.0"])
+def test_bad_duration(value, tmp_path):
+    one_error(storm_py("local", "whatever.py", "--duration", value, cwd=tmp_path), "--duration", value, code=2)
+
+
+# ---------------------------------------------------------------- bad topology files
+
+
+def _file(tmp_path, text, name="topo.py"):
+    f = tmp_path / name
+    f.write_text(textwrap.dedent(text))
+    return f
+
+
+def test_missing_file(tmp_path):
+    one_error(storm_py("local", str(tmp_path / "nope.py"), cwd=tmp_path), str(tmp_path / "nope.py"))
+
+
+def test_directory_instead_of_file(tmp_path):
+    one_error(storm_py("local", str(tmp_path), cwd=tmp_path), str(tmp_path), "not a file")
+
+
+def test_file_calling_sys_exit(tmp_path):
+    f = _file(tmp_path, "import sys\nsys.exit(3)\n")
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit(3)")
+
+
+def test_file_calling_sys_exit_zero(tmp_path):
+    f = _file(tmp_path, "raise SystemExit\n")
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit")
+
+
+def test_file_raising_names_file_exception_and_line(tmp_path):
+    f = _file(tmp_path, "x = 1\n\nraise ValueError('bad setting in user code')\n")
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ValueError",
+              "bad setting in user code", f"{f}:3")
+
+
+def test_file_raising_in_a_sibling_module_names_the_sibling_line(tmp_path):
+    _file(tmp_path, "def boom():\n    return 1 / 0\n", name="helpers.py")
+    f = _file(tmp_path, "from helpers import boom\nboom()\n")
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ZeroDivisionError",
+              f"{tmp_path / 'helpers.py'}:2")
+
+
+def test_file_with_syntax_error(tmp_path):
+    f = _file(tmp_path, "def broken(:\n")
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "SyntaxError")
+
+
+def test_file_importing_a_missing_module(tmp_path):
+    f = _file(tmp_path, "import no_such_module_here\n")
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "no_such_module_here")
+
+
+@pytest.mark.parametrize("text,names", [
+    ("x = 1\n", ["defines no module attribute 'topology'"]),
+    ("topology = 5\n", ["'topology' is a int"]),
+    (textwrap.dedent('''
+        from executor.api import Spout, TopologyBuilder
+        class S(Spout):
+            def next_tuple(self):
+                pass
+        b = TopologyBuilder()
+        b.set_spout("s", S())
+        topology = b.create_topology()
+        config = ["topology.workers", 2]
+    '''), ["'config' must be a dict"]),
+])
+def test_not_a_topology(tmp_path, text, names):
+    f = _file(tmp_path, text)
+    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), *names)
+
+
+# ---------------------------------------------------------------- the run loop
+
+COUNTING = '''
+    import json
+    from executor.api import Bolt, Spout, TopologyBuilder
+
+    class Counter(Spout):
+        def declare_output_fields(self, d):
+            d.declare(["n"])
+        def open(self, conf, context, collector):
+            self.c, self.n = collector, 0
+            if conf.get("seen.path"):
+                with open(conf["seen.path"], "w") as f:
+                    json.dump({"pending": conf.get("topology.max.spout.pending")}, f)
+        def next_tuple(self):
+            self.n += 1
+            self.c.emit([self.n], msg_id=self.n)
+
+    class Sink(Bolt):
+        def prepare(self, conf, context, collector):
+            self.c = collector
+            self.marker = conf.get("cleanup.path")
+        def execute(self, tup):
+            REPORT
+            self.c.ack(tup)
+        def cleanup(self):
+            if self.marker:
+                open(self.marker, "w").close()
+
+    b = TopologyBuilder()
+    b.set_spout("counter", Counter())
+    b.set_bolt("sink", Sink()).shuffle_grouping("counter")
+    topology = b.create_topology()
+    config = {"topology.max.spout.pending": 50}
+'''
+
+
+def _counting(tmp_path, report="pass"):
+    return _file(tmp_path, COUNTING.replace("REPORT", report))
+
+
+def _status_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("[") and "acked" in line]
+
+
+def test_status_line_about_once_a_second(tmp_path):
+    f = _counting(tmp_path)
+    out = storm_py("local", str(f), "--duration", "3.5", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert 1 <= len(_status_lines(out.stdout)) <= 6, out.stdout
+    assert "summary:" in out.stdout
+
+
+def test_c_overrides_the_topology_files_config(tmp_path):
+    f = _counting(tmp_path)
+    seen = tmp_path / "seen.json"
+    out = storm_py("local", str(f), "--duration", "1", "-c", "topology.max.spout.pending=7",
+                   "-c", f"seen.path={seen}", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(seen.read_text()) == {"pending": 7}
+
+
+def test_sigterm_ends_the_run_like_ctrl_c(tmp_path):
+    f = _counting(tmp_path)
+    marker = tmp_path / "cleaned"
+    proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "local", str(f), "-c", f"cleanup.path={marker}"],
+                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        first = proc.stdout.readline()  # a status line: the topology runs
+        assert "acked" in first, first + proc.stderr.read()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "summary:" in out and "Traceback" not in err
+    assert not [line for line in err.splitlines() if line.startswith("error:")]
+    assert marker.exists()  # the bolt's cleanup ran: a clean stop, not an abrupt exit
+
+
+def test_reported_errors_without_a_death_exit_non_zero_once(tmp_path):
+    f = _counting(tmp_path, report='self.c.report_error(ValueError("odd input " + "seen"))')
+    out = storm_py("local", str(f), "--duration", "2", cwd=tmp_path)
+    assert out.returncode != 0
+    assert "summary:" in out.stdout
+    line = one_error(out, "'sink'", "ValueError: odd input seen")
+    assert "times" in line  # reported many times, printed once
+
+
+def test_a_dying_component_is_reported_once_with_the_user_line(tmp_path):
+    f = _counting(tmp_path, report='raise RuntimeError("kaboom")')
+    out = storm_py("local", str(f), "--duration", "30", cwd=tmp_path)
+    assert out.returncode != 0
+    lines = error_lines(out)
+    assert len(lines) == 1, out.stderr
+    assert "'sink'" in lines[0] and "RuntimeError: kaboom" in lines[0] and f"{f}:" in lines[0]
+    assert out.stderr.count("Traceback (most recent call last)") <= 1  # the executor's log, once
