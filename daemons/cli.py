@@ -1,6 +1,7 @@
 """The storm-py command line (entry point `daemons.cli:main`).
 
-Each command group lives in its own module (cli_local, cli_sink); this one holds the root
+Each command group lives in its own module (cli_local, cli_sink, cli_jar, cli_admin,
+cli_daemons); this one holds the root
 group, whose StormGroup turns every failure into one `error:` line, and the small commands.
 """
 
@@ -48,11 +49,14 @@ def localconfvalue(key, conf, loaded):
     click.echo(f"  (from {loaded.source_of(key)})")
 
 
+from daemons.cli_admin import activate, deactivate, kill, list_, rebalance  # noqa: E402
+from daemons.cli_daemons import nimbus  # noqa: E402
+from daemons.cli_jar import jar  # noqa: E402
 from daemons.cli_local import local  # noqa: E402
 from daemons.cli_sink import sink  # noqa: E402
 
-main.add_command(local)
-main.add_command(sink)
+for _command in (local, sink, jar, list_, kill, activate, deactivate, rebalance, nimbus):
+    main.add_command(_command)
 
 
 if __name__ == "__main__":
