@@ -255,3 +255,29 @@ def test_a_dying_component_is_reported_once_with_the_user_line(tmp_path):
     assert len(lines) == 1, out.stderr
     assert "'sink'" in lines[0] and "RuntimeError: kaboom" in lines[0] and f"{f}:" in lines[0]
     assert out.stderr.count("Traceback (most recent call last)") <= 1  # the executor's log, once
+
+
+# ---------------------------------------------------------------- error report (pure)
+
+
+def test_error_report_prints_each_distinct_error_once(tmp_path):
+    from types import SimpleNamespace as NS
+
+    from daemons.cli_report import error_lines as report
+    from executor.errors import ComponentError
+
+    user = tmp_path / "topo.py"
+    trace = (f'Traceback (most recent call last):\n  File "/lib/executor/bolt.py", line 9, in _run\n'
+             f'  File "{user}", line 22, in execute\nRuntimeError: kaboom\n')
+    death = ComponentError("sink", 3, "execute", RuntimeError("kaboom"), trace)
+    records = [NS(component_id="sink", task_id=3, error=f"ComponentError: {death}"),
+               NS(component_id="sink", task_id=3, error="RuntimeError: kaboom"),
+               NS(component_id="split", task_id=4, error="ValueError: odd"),
+               NS(component_id="split", task_id=5, error="ValueError: odd"),
+               NS(component_id="split", task_id=4, error="KeyError: 'w'")]
+    assert report([death], records, tmp_path) == [
+        f"component 'sink' task 3 died in execute: RuntimeError: kaboom (at {user}:22)",
+        "component 'split' tasks 4,5 reported an error (2 times): ValueError: odd",
+        "component 'split' task 4 reported an error: KeyError: 'w'",
+    ]
+    assert report([], [], tmp_path) == []
