@@ -23,9 +23,6 @@ from executor.lifecycle import PeriodicThread, Service
 
 log = logging.getLogger(__name__)
 
-_MAX_REQUEST_SLACK = 64 * 1024  # an upload chunk plus its frame
-
-
 def nimbus_bind_host(conf: Mapping[str, Any]) -> str:
     """Nimbus listens on this machine's advertised name: storm.local.hostname, else the first
     of nimbus.seeds (the name clients use to reach it)."""
@@ -63,8 +60,7 @@ class Nimbus(Service):
         handlers = make_handlers(core, store, max_package, self._monitor.wake)
         self.rpc = self.start_child(RpcServer(
             nimbus_bind_host(conf), int(conf["nimbus.thrift.port"]), handlers,
-            secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc",
-            max_request_bytes=min(max_package, 1 << 20) + _MAX_REQUEST_SLACK))
+            secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc"))
         self.start_child(self._monitor)
         log.info("Nimbus running on %s:%s (local dir %s)", self.rpc.host, self.rpc.port, store.root)
 

@@ -1,0 +1,272 @@
+"""`storm-py nimbus` as a real process and every client command against it, through the CLI:
+submit, list, deactivate/activate, rebalance, kill, their failure modes, auth, a hostile RPC
+peer, SIGTERM, and refusing to start (port taken, ZooKeeper unreachable)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgpack
+import pytest
+import yaml
+import zmq
+from nimbus_helpers import package, register_supervisor, topology_dir
+from testutil import wait_until
+
+from cluster_state.factory import mk_storm_cluster_state
+
+pytestmark = pytest.mark.timeout(120)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def storm_py(*args, conf_dir=None, timeout=60, check=None):
+    cmd = [sys.executable, "-m", "daemons.cli", *args]
+    if conf_dir is not None:
+        cmd += ["--conf-dir", str(conf_dir)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if check is not None:
+        assert out.returncode == check, (out.returncode, out.stdout, out.stderr)
+    return out
+
+
+def one_error_line(out) -> str:
+    assert out.returncode != 0, out.stdout
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+class NimbusProcess:
+    def __init__(self, conf_dir: Path):
+        self.conf_dir = conf_dir
+        self.proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "nimbus", "--conf-dir", str(conf_dir)],
+                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    def wait_ready(self, port: int) -> None:
+        def up():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"nimbus exited {self.proc.returncode}: {self.proc.stderr.read()}")
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+        wait_until(up, timeout=30, message="nimbus to listen")
+
+    def stop(self, timeout: float = 15) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise AssertionError("nimbus did not exit within 15 s of SIGTERM") from None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def cluster(zk_conf, tmp_path):
+    port = free_port()
+    conf = {
+        "storm.zookeeper.servers": zk_conf["storm.zookeeper.servers"],
+        "storm.zookeeper.port": zk_conf["storm.zookeeper.port"],
+        "storm.zookeeper.root": zk_conf["storm.zookeeper.root"],
+        "storm.zookeeper.session.timeout": zk_conf["storm.zookeeper.session.timeout"],
+        "storm.zookeeper.connection.timeout": 5000,
+        "storm.local.dir": str(tmp_path / "nimbus-local"),
+        "storm.local.hostname": "127.0.0.1",
+        "nimbus.seeds": ["127.0.0.1"],
+        "nimbus.thrift.port": port,
+        "nimbus.thrift.timeout": 5,
+        "nimbus.monitor.freq.secs": 1,
+    }
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "storm.yaml").write_text(yaml.safe_dump(conf))
+    state = mk_storm_cluster_state({**zk_conf})
+    register_supervisor(state, "sup-1", "127.0.0.1")
+    register_supervisor(state, "sup-2", "127.0.0.1", ports=(6710, 6711, 6712, 6713))
+    nimbus = NimbusProcess(conf_dir)
+    procs = [nimbus]
+
+    class C:
+        pass
+
+    c = C()
+    c.conf, c.conf_dir, c.port, c.state, c.nimbus, c.root, c.procs = conf, conf_dir, port, state, nimbus, tmp_path, procs
+    try:
+        nimbus.wait_ready(port)
+        yield c
+    finally:
+        for p in procs:
+            p.stop()
+        state.disconnect()
+
+
+def listing(c) -> dict[str, list[str]]:
+    out = storm_py("list", conf_dir=c.conf_dir, check=0)
+    rows = [ln.split() for ln in out.stdout.splitlines()[1:] if ln.strip()]
+    return {r[0]: r for r in rows if r[0] != "No"}
+
+
+def test_submit_list_deactivate_activate_rebalance_kill(cluster):
+    c = cluster
+    topo = topology_dir(c.root, spouts=2, bolts=2, config={"topology.workers": 2})
+    out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "wc", conf_dir=c.conf_dir, check=0)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("submitted topology wc as ")]
+    assert len(line) == 1, out.stdout
+    storm_id = line[0].rsplit(" ", 1)[1]
+    name, counter, launch = storm_id.rsplit("-", 2)
+    assert name == "wc" and counter.isdigit() and abs(int(launch) - time.time()) < 120
+    rows = listing(c)
+    assert rows["wc"][1] == storm_id and rows["wc"][2] == "ACTIVE"
+    assert len(set(c.state.assignment_info(storm_id).executor_node_port.values())) == 2
+
+    storm_py("deactivate", "wc", conf_dir=c.conf_dir, check=0)
+    assert listing(c)["wc"][2] == "INACTIVE" and c.state.storm_base(storm_id).status == "inactive"
+    storm_py("activate", "wc", conf_dir=c.conf_dir, check=0)
+    assert listing(c)["wc"][2] == "ACTIVE"
+
+    storm_py("rebalance", "wc", "-w", "0", "-n", "1", conf_dir=c.conf_dir, check=0)
+    wait_until(lambda: c.state.storm_base(storm_id).status == "active"
+               and len(set(c.state.assignment_info(storm_id).executor_node_port.values())) == 1,
+               timeout=20, message="rebalance to 1 worker")
+    assert c.state.storm_base(storm_id).num_workers == 1
+
+    storm_py("kill", "wc", "-w", "2", conf_dir=c.conf_dir, check=0)
+    assert listing(c)["wc"][2] == "KILLED" and c.state.storm_base(storm_id).status == "killed"
+    wait_until(lambda: "wc" not in listing(c) and c.state.storm_base(storm_id) is None
+               and c.state.assignment_info(storm_id) is None, timeout=20, message="the killed topology removed")
+
+
+def test_c_overrides_the_topology_conf_and_secrets_are_not_copied(cluster):
+    c = cluster
+    topo = topology_dir(c.root, config={"topology.max.spout.pending": 7, "topology.workers": 1})
+    out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "over", "-c", "topology.max.spout.pending=3",
+                   "-c", "my.app.password=hunter2", conf_dir=c.conf_dir, check=0)
+    storm_id = out.stdout.strip().rsplit(" ", 1)[1]
+    stored = (Path(c.conf["storm.local.dir"]) / "nimbus" / "stormdist" / storm_id / "stormconf.json").read_text()
+    assert '"topology.max.spout.pending": 3' in stored
+    assert "hunter2" not in stored and "my.app.password" not in stored
+
+
+def test_a_package_zip_built_by_jar_build_submits_unchanged(cluster):
+    c = cluster
+    topo = topology_dir(c.root)
+    zip_path = c.root / "pkg.zip"
+    storm_py("jar", "build", str(topo), "-o", str(zip_path), conf_dir=c.conf_dir, check=0)
+    out = storm_py("jar", "submit", str(zip_path), "--name", "fromzip", conf_dir=c.conf_dir, check=0)
+    assert "submitted topology fromzip as fromzip-" in out.stdout
+    assert "fromzip" in listing(c)
+
+
+def test_client_failures_are_one_error_line_naming_the_culprit(cluster, tmp_path):
+    c = cluster
+    for cmd in (["kill", "ghost"], ["activate", "ghost"], ["deactivate", "ghost"], ["rebalance", "ghost", "-n", "2"]):
+        assert "ghost" in one_error_line(storm_py(*cmd, conf_dir=c.conf_dir))
+    topo = topology_dir(c.root)
+    storm_py("jar", "submit", str(topo / "topology.py"), "--name", "dup", conf_dir=c.conf_dir, check=0)
+    assert "'dup'" in one_error_line(storm_py("jar", "submit", str(topo / "topology.py"), "--name", "dup",
+                                              conf_dir=c.conf_dir))
+    assert "'a.b'" in one_error_line(storm_py("jar", "submit", str(topo / "topology.py"), "--name", "a.b",
+                                              conf_dir=c.conf_dir))
+
+    def bad(d):
+        d["components"]["pass"]["inputs"][0]["source"] = "ghost"
+
+    broken = package(c.root, structure_edit=bad)
+    assert "'pass'" in one_error_line(storm_py("jar", "submit", str(broken), "--name", "broken",
+                                               conf_dir=c.conf_dir))
+    assert "broken" not in listing(c)
+    # An unreachable Nimbus: the host:port tried, within nimbus.thrift.timeout.
+    dead = free_port()
+    started = time.monotonic()
+    err = one_error_line(storm_py("list", "-c", f"nimbus.thrift.port={dead}", "-c", "nimbus.thrift.timeout=2",
+                                  conf_dir=c.conf_dir))
+    assert f"127.0.0.1:{dead}" in err and time.monotonic() - started < 30
+
+
+def test_nimbus_survives_hostile_requests(cluster):
+    c = cluster
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REQ)
+    sock.linger = 0
+    sock.rcvtimeo = 10000
+    sock.connect(f"tcp://127.0.0.1:{c.port}")
+    try:
+        for frame in (b"\xc1garbage", msgpack.packb({"v": 999, "op": "cluster_info", "args": {}}),
+                      msgpack.packb({"v": 1, "op": "no_such_op", "args": {}}),
+                      msgpack.packb({"v": 1, "op": "kill", "args": {"name": 5}}),
+                      b"x" * (100 * 1024 * 1024)):
+            sock.send(frame)
+            reply = msgpack.unpackb(sock.recv(), raw=False)
+            assert reply["ok"] is False and reply["error"]["kind"] in ("bad-request", "too-large"), reply
+    finally:
+        sock.close()
+        ctx.term()
+    assert "No topologies running." in storm_py("list", conf_dir=c.conf_dir, check=0).stdout
+    assert c.nimbus.proc.poll() is None
+
+
+def test_auth_secret_is_required_when_set(zk_conf, tmp_path):
+    port = free_port()
+    conf = {"storm.zookeeper.servers": zk_conf["storm.zookeeper.servers"],
+            "storm.zookeeper.port": zk_conf["storm.zookeeper.port"],
+            "storm.zookeeper.root": zk_conf["storm.zookeeper.root"],
+            "storm.local.dir": str(tmp_path / "local"), "storm.local.hostname": "127.0.0.1",
+            "nimbus.seeds": ["127.0.0.1"], "nimbus.thrift.port": port, "nimbus.thrift.timeout": 5,
+            "nimbus.authentication.secret": "s3cret"}
+    nimbus_dir, client_dir = tmp_path / "nconf", tmp_path / "cconf"
+    nimbus_dir.mkdir()
+    client_dir.mkdir()
+    (nimbus_dir / "storm.yaml").write_text(yaml.safe_dump(conf))
+    (client_dir / "storm.yaml").write_text(yaml.safe_dump({k: v for k, v in conf.items()
+                                                            if k != "nimbus.authentication.secret"}))
+    nimbus = NimbusProcess(nimbus_dir)
+    try:
+        nimbus.wait_ready(port)
+        for extra in ([], ["-c", "nimbus.authentication.secret=wrong"]):
+            err = one_error_line(storm_py("list", *extra, conf_dir=client_dir))
+            assert "auth" in err or "secret" in err
+        assert storm_py("list", "-c", "nimbus.authentication.secret=s3cret", conf_dir=client_dir).returncode == 0
+        topo = topology_dir(tmp_path)
+        out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "authd",
+                       "-c", "nimbus.authentication.secret=s3cret", conf_dir=client_dir, check=0)
+        storm_id = out.stdout.strip().rsplit(" ", 1)[1]
+        stored = (tmp_path / "local" / "nimbus" / "stormdist" / storm_id / "stormconf.json").read_text()
+        assert "s3cret" not in stored
+    finally:
+        assert nimbus.stop() == 0
+    log_text = (tmp_path / "local" / "logs" / "nimbus.log").read_text()
+    assert "auth" in log_text.lower() and "s3cret" not in log_text
+
+
+def test_sigterm_stops_nimbus_cleanly_and_a_taken_port_or_dead_zookeeper_refuse_to_start(cluster, tmp_path):
+    c = cluster
+    # A second Nimbus on the same port refuses with one error line naming host:port.
+    err = one_error_line(storm_py("nimbus", "-c", f"storm.local.dir={tmp_path / 'other'}", conf_dir=c.conf_dir))
+    assert f"127.0.0.1:{c.port}" in err
+    # ZooKeeper unreachable past storm.zookeeper.connection.timeout.
+    err = one_error_line(storm_py("nimbus", "-c", f"storm.zookeeper.port={free_port()}",
+                                  "-c", "storm.zookeeper.connection.timeout=1500",
+                                  "-c", f"nimbus.thrift.port={free_port()}",
+                                  "-c", f"storm.local.dir={tmp_path / 'other2'}", conf_dir=c.conf_dir))
+    assert "ZooKeeper" in err
+    started = time.monotonic()
+    assert c.nimbus.stop() == 0
+    assert time.monotonic() - started < 15
