@@ -33,7 +33,7 @@ def package_max_bytes(conf: Mapping[str, Any]) -> int:
 def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, Any]) -> Manifest:
     """Import the topology file, then package its directory with the structure and its config.
     Shared by `jar build` and `jar submit FILE.py`; failures are ClickExceptions naming the culprit."""
-    from daemons.topology_file import load_topology_file
+    from executor.topology_file import load_topology_file
 
     try:
         tf = load_topology_file(topology_path)

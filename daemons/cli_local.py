@@ -106,7 +106,7 @@ def next_status_time(previous: float, now: float) -> float:
 def local(file, duration, name, conf, overrides):
     """Run a topology file in an in-process LocalCluster."""
     from daemons.local import LocalCluster
-    from daemons.topology_file import load_topology_file
+    from executor.topology_file import load_topology_file
 
     try:
         tf = load_topology_file(file)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster_state.records import SupervisorInfo, WorkerHeartbeat
-from daemons.topology_file import load_topology_file
 from executor.package import build_package
+from executor.topology_file import load_topology_file
 
 _ids = itertools.count(1)
 

@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from daemons.cli_jar import jar
-from daemons.topology_file import load_topology_file
 from executor.api import Bolt, Spout, TopologyBuilder
 from executor.package import (
     MANIFEST_NAME,
@@ -28,6 +27,7 @@ from executor.package import (
     without_secrets,
 )
 from executor.structure import TopologyStructure
+from executor.topology_file import load_topology_file
 
 pytestmark = pytest.mark.timeout(30)
 
