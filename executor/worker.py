@@ -268,6 +268,10 @@ class Worker:
         """Per executor, for the worker's heartbeat."""
         return {ex.executor_id: ex.stats() for ex in self.executors}
 
+    def peers_connected(self) -> bool:
+        """Whether every worker this one sends to accepted its connection (spouts wait for it)."""
+        return self._transfer is None or self._transfer.all_connected
+
     def is_idle(self) -> bool:
         if any(ex.has_backlog() for ex in self.executors):
             return False

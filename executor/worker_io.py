@@ -32,7 +32,8 @@ _CONSUME_MAX = 5000     # tuples per destination per round: one payload stays a 
 
 
 class TransferThread:
-    """Owns the sending side: per-destination queues in, payloads out."""
+    """Owns the sending side: per-destination queues in, payloads out. The sender is created,
+    connected, used and closed on this thread only."""
 
     def __init__(self, name: str, transport: Any, queues: dict[Address, ReceiveQueue],
                  on_stale: Callable[[Address, list], None] | None = None):
@@ -44,8 +45,8 @@ class TransferThread:
         self._on_stale = on_stale
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.all_connected = not queues  # read by other threads: spouts wait for it
         self.sent_batches = 0
-        self.dropped = 0
 
     def start(self) -> None:
         if self._thread is None:
@@ -64,7 +65,7 @@ class TransferThread:
     def backlog(self) -> int:
         return sum(len(q) for q in list(self._queues.values())) + len(self._unsent)
 
-    def _apply_queues(self) -> None:
+    def _apply_queues(self, sender) -> None:
         new, self._pending_queues = self._pending_queues, None
         for addr, q in self._queues.items():
             if addr not in new:
@@ -72,31 +73,47 @@ class TransferThread:
                 if self._on_stale is not None and left:
                     self._on_stale(addr, left)
                 self._unsent.pop(addr, None)
+                sender.disconnect(addr)
+        for addr in new:
+            sender.connect(addr)
         self._queues = new
 
     def _run(self) -> None:
-        send = self._transport.send
+        sender = self._transport.connector()
+        try:
+            for addr in self._queues:
+                sender.connect(addr)
+            self._loop(sender)
+        finally:
+            if self._unsent:
+                log.warning("%s: %d batches unsent at shutdown (their tuples are replayed by the acker)",
+                            self.name, len(self._unsent))
+            sender.close()
+
+    def _loop(self, sender) -> None:
+        try_send = sender.try_send
+        rounds = 0
         while not self._stop.is_set():
             if self._pending_queues is not None:
-                self._apply_queues()
+                self._apply_queues(sender)
+            rounds += 1
+            if rounds % 64 == 1 or not self.all_connected:  # cheap enough, and spouts wait on it
+                self.all_connected = all(sender.is_connected(a) for a in self._queues)
             progressed = False
-            for addr, q in list(self._queues.items()):
+            for addr, q in self._queues.items():
                 payload = self._unsent.pop(addr, None)
                 if payload is None:
                     batches = q.consume(_CONSUME_MAX)
                     if not batches:
                         continue
                     payload = pack_batch([entry for b in batches for entry in b])
-                if send(addr, payload, 0):
+                if try_send(addr, payload):
                     self.sent_batches += 1
                     progressed = True
                 else:
                     self._unsent[addr] = payload  # this destination waits; the others go on
             if not progressed:
                 self._stop.wait(_IDLE_WAIT)
-        if self._unsent:
-            log.warning("%s: %d batches unsent at shutdown (their tuples are replayed by the acker)",
-                        self.name, len(self._unsent))
 
 
 class ReceiveThread:

@@ -1,0 +1,226 @@
+"""A worker process (distributed mode): one per assigned (supervisor, port).
+
+It imports the topology from the package its supervisor extracted (refusing to run, with the
+error recorded in ZooKeeper, when the structure it builds differs from the manifest), runs the
+executors the assignment gives its slot behind a ZeroMQ transport, and keeps in step with the
+cluster:
+- a local heartbeat every `worker.heartbeat.frequency.secs` (for its supervisor) and a
+  ZooKeeper heartbeat with per-executor stats every `task.heartbeat.frequency.secs` (for Nimbus);
+- its assignment re-read on every change (a one-shot callback that only wakes the refresh
+  thread, re-registered by the read) and every `task.refresh.poll.secs`: routes follow moved
+  tasks; spouts are active only while the storm base says active and every peer is connected;
+- component errors reported to ZooKeeper; a dying executor makes the process exit non-zero
+  (its supervisor restarts it); SIGTERM stops it cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from cluster_state import local_layout
+from cluster_state.auth import ROLE_TOPOLOGY
+from cluster_state.errors import ClusterStateError
+from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
+from cluster_state.records import STATUS_ACTIVE, WorkerHeartbeat
+from executor.base import TopologyStatus
+from executor.errors import ClearError, ComponentError, InvalidTopologyError
+from executor.layout import compute_layout
+from executor.lifecycle import PeriodicThread, Service
+from executor.package import MANIFEST_NAME, load_manifest_file
+from executor.topology_file import load_topology_file
+from executor.worker import Worker, WorkerEvents, WorkerSpec
+from executor.worker_plan import task_addresses
+
+log = logging.getLogger(__name__)
+
+_DRAIN_SECS = 1.0  # how long a stopping worker lets in-flight tuples drain
+
+
+class WorkerStartError(ClearError):
+    """The worker cannot run (no code, a package that differs from its manifest, no slot)."""
+
+
+def topology_conf(supervisor_conf: Mapping[str, Any], code_dir: Path) -> dict[str, Any]:
+    """The supervisor's conf with the topology's effective conf (from Nimbus) over it."""
+    with open(code_dir / "stormconf.json", encoding="utf-8") as f:
+        return {**supervisor_conf, **json.load(f)}
+
+
+class WorkerProcess(Service):
+    def __init__(self, supervisor_conf: Mapping[str, Any], storm_id: str, supervisor_id: str, port: int,
+                 worker_id: str):
+        super().__init__(f"worker-{port}")
+        self.supervisor_conf = dict(supervisor_conf)
+        self.storm_id = storm_id
+        self.supervisor_id = supervisor_id
+        self.port = int(port)
+        self.worker_id = worker_id
+        self.started_at = time.time()
+        self.worker: Worker | None = None
+        self._errors: queue.SimpleQueue = queue.SimpleQueue()
+        self._refresh: PeriodicThread | None = None
+
+    # ------------------------------------------------------------------ start
+    def _on_start(self) -> None:
+        conf = self.supervisor_conf
+        self._write_pid()
+        code_dir = local_layout.supervisor_stormdist(conf, self.storm_id)
+        if not (code_dir / "stormconf.json").is_file():
+            raise WorkerStartError(f"no code for topology {self.storm_id} in {code_dir}")
+        self.conf = topology_conf(conf, code_dir)
+        self.cluster = mk_storm_cluster_state(self.conf, role=ROLE_TOPOLOGY)
+        self.on_stop(self._disconnect, "ZooKeeper connection")
+        try:
+            topology = self._load_topology(code_dir)
+        except InvalidTopologyError as exc:
+            self._report("worker", f"worker {self.host}:{self.port} refused to start: {exc}")
+            raise WorkerStartError(str(exc)) from None
+        base = self.cluster.storm_base(self.storm_id)
+        assignment = self.cluster.assignment_info(self.storm_id, callback=self._assignment_changed)
+        if base is None or assignment is None:
+            raise WorkerStartError(f"topology {self.storm_id} has no storm base or assignment (killed?)")
+        mine = tuple(sorted(e for e, slot in assignment.executor_node_port.items()
+                            if slot == (self.supervisor_id, self.port)))
+        if not mine:
+            raise WorkerStartError(f"the assignment of {self.storm_id} gives {self.supervisor_id}:{self.port} "
+                                   f"no executors")
+        layout = compute_layout(topology.structure, self.conf, base.num_workers, base.component_executors)
+        self.status = TopologyStatus(False)
+        spec = WorkerSpec(self.storm_id, self.conf, layout, mine, (self.host, self.port),
+                          self._task_addresses(assignment), port=self.port)
+        from executor.transport.zmq import ZmqTransport
+
+        transport = ZmqTransport(bind_host=self.host)
+        self.on_stop(transport.close, "transport")
+        self.worker = Worker(spec, topology, transport, self.status,
+                             WorkerEvents(self._on_component_error, self._on_executor_died))
+        self.worker.start()
+        self.on_stop(self._stop_worker, "executors")
+        self.start_child(PeriodicThread(f"worker-{self.port}-heartbeat", float(self.conf["worker.heartbeat.frequency.secs"]),
+                                        self._local_heartbeat, fatal=self.fatal))
+        self.start_child(PeriodicThread(f"worker-{self.port}-zk-heartbeat",
+                                        float(self.conf["task.heartbeat.frequency.secs"]), self._zk_heartbeat))
+        self._refresh = self.start_child(PeriodicThread(f"worker-{self.port}-refresh", self._refresh_interval,
+                                                        self._refresh_assignment))
+        log.info("worker %s of %s on %s:%d running executors %s", self.worker_id, self.storm_id, self.host,
+                 self.port, list(mine))
+
+    @property
+    def host(self) -> str:
+        return str(self.supervisor_conf.get("storm.local.hostname") or _hostname())
+
+    def _write_pid(self) -> None:
+        pids = local_layout.worker_pids(self.supervisor_conf, self.worker_id)
+        pids.mkdir(parents=True, exist_ok=True)
+        (pids / str(os.getpid())).touch()
+
+    def _load_topology(self, code_dir: Path):
+        manifest = load_manifest_file(code_dir / MANIFEST_NAME)
+        tf = load_topology_file(code_dir / manifest.topology_file)
+        built = tf.topology.structure.to_dict()
+        if built != manifest.structure_data:
+            differs = sorted(c for c in set(built["components"]) | set(manifest.structure_data["components"])
+                             if built["components"].get(c) != manifest.structure_data["components"].get(c))
+            raise InvalidTopologyError(
+                f"the topology built from {code_dir / manifest.topology_file} differs from its package "
+                f"manifest (components {', '.join(differs) or 'none'}; the code may depend on something "
+                f"that changed since it was packaged)")
+        return tf.topology
+
+    def _task_addresses(self, assignment) -> dict[int, tuple[str, int]]:
+        hosts = assignment.node_host
+        return task_addresses(assignment.executor_node_port, lambda slot: (hosts.get(slot[0], slot[0]), slot[1]))
+
+    # ------------------------------------------------------------------ running
+    def _refresh_interval(self) -> float:
+        # While spouts wait for peers to connect, look again soon; otherwise the poll period.
+        if not self.status.active and self._wants_active:
+            return 0.1
+        return float(self.conf["task.refresh.poll.secs"])
+
+    _wants_active = False
+
+    def _assignment_changed(self, *_event) -> None:
+        # A one-shot watch: only wake the refresh thread (which re-reads and re-registers it).
+        if self._refresh is not None:
+            self._refresh.wake()
+
+    def _refresh_assignment(self) -> None:
+        try:
+            assignment = self.cluster.assignment_info(self.storm_id, callback=self._assignment_changed)
+            base = self.cluster.storm_base(self.storm_id)
+        except ClusterStateError as exc:
+            log.warning("worker %s: cannot read the assignment now (%s); keeping the current one", self.port, exc)
+            return
+        self._flush_errors()
+        if assignment is None or base is None:
+            self._wants_active = False
+            self.status.set_active(False)  # killed and removed: the supervisor stops us
+            return
+        self.worker.update_routing(self._task_addresses(assignment))
+        self._wants_active = base.status == STATUS_ACTIVE
+        self.status.set_active(self._wants_active and self.worker.peers_connected())
+
+    def _local_heartbeat(self) -> None:
+        now = int(time.time())
+        state = LocalState(local_layout.worker_heartbeats(self.supervisor_conf, self.worker_id))
+        state.put(LS_WORKER_HEARTBEAT, WorkerHeartbeat(
+            storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
+            uptime_secs=int(now - self.started_at)))
+        if self._wants_active and not self.status.active and self.worker.peers_connected():
+            self.status.set_active(True)
+
+    def _zk_heartbeat(self) -> None:
+        now = int(time.time())
+        stats = {ex: dict(s) for ex, s in self.worker.executor_stats().items()}
+        self.cluster.worker_heartbeat(self.storm_id, self.supervisor_id, self.port, WorkerHeartbeat(
+            storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
+            uptime_secs=int(now - self.started_at), executor_stats=stats))
+        self._flush_errors()
+
+    # ------------------------------------------------------------------ errors
+    def _on_component_error(self, component: str, task: int, exc: BaseException) -> None:
+        # Executor threads only enqueue; the heartbeat/refresh threads write to ZooKeeper.
+        self._errors.put((component, f"{type(exc).__name__}: {exc}"))
+
+    def _on_executor_died(self, _worker: Worker, err: ComponentError) -> None:
+        self.fatal(f"executor {err.component_id}[{err.task_id}] died: {err}", err)
+
+    def _report(self, component: str, text: str) -> None:
+        try:
+            self.cluster.report_error(self.storm_id, component, self.host, self.port, text)
+        except ClusterStateError as exc:
+            log.warning("cannot report an error of %s to ZooKeeper: %s", component, exc)
+
+    def _flush_errors(self) -> None:
+        while True:
+            try:
+                component, text = self._errors.get_nowait()
+            except queue.Empty:
+                return
+            self._report(component, text)
+
+    def _stop_worker(self) -> None:
+        # Spouts first, then a moment for in-flight tuples to drain, then every thread and socket.
+        self.status.set_active(False)
+        deadline = time.monotonic() + _DRAIN_SECS
+        while time.monotonic() < deadline and not self.worker.is_idle():
+            time.sleep(0.05)
+        self.worker.stop(timeout=5)
+
+    def _disconnect(self) -> None:
+        self._flush_errors()  # a dying executor's error reaches ZooKeeper before we go
+        self.cluster.disconnect()
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
