@@ -32,6 +32,9 @@ class BindError(TransportError):
 
 @runtime_checkable
 class Receiver(Protocol):
+    """Both implementations also expose `address`: what was bound (for ZeroMQ, (host, port)
+    with the port actually bound, useful when binding port 0)."""
+
     def recv(self, timeout: float) -> bytes | None:
         """The next payload, or None when none arrived within `timeout` seconds."""
         ...
