@@ -1,0 +1,403 @@
+"""The supervisor daemon (seed 003): orchestration only; the decisions are local_assignments.py
+(what runs on each port), slot.py (each port's lifecycle) and worker_state.py (is a pid still
+our worker).
+
+Threads, one per role:
+- `supervisor-heartbeat`: SupervisorInfo to ZooKeeper every supervisor.heartbeat.frequency.secs
+  (ephemeral; meta = the slot ports), whatever the other threads are doing;
+- `supervisor-sync` (synchronize-supervisor): on every assignment change (a one-shot callback
+  that only wakes this thread; the next read re-registers it) and every 10 s: re-reads the
+  assignments whose version changed, computes the local assignment per port, downloads missing
+  code (retrying with back-off), removes code no longer needed, and wakes sync-processes;
+- `supervisor-processes` (sync-processes): every supervisor.monitor.frequency.secs, or sooner
+  when a slot's timer is due, steps every slot and executes its actions. Nothing here sleeps:
+  a kill in progress is a slot state, so one slot never delays another.
+
+Stopping the supervisor (or killing it) leaves the workers running: they live in their own
+sessions. On start the slots are rebuilt from the worker records in LocalState and their
+workers re-adopted (pid plus process start time). While ZooKeeper is unreachable the slots keep
+their last known assignment.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from typing import Any, Mapping
+
+from cluster_state import local_layout
+from cluster_state.errors import ClusterStateError, DecodeError
+from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
+from cluster_state.records import SupervisorInfo
+from daemons.rpc.client import client_from_conf
+from daemons.supervisor import download, launcher
+from daemons.supervisor.local_assignments import (
+    LocalAssignments,
+    assignments_to_read,
+    code_to_download,
+    code_to_remove,
+    local_assignments,
+    new_conflicts,
+    refresh_snapshot,
+    slot_targets,
+    snapshot_assignments,
+)
+from daemons.supervisor.slot import (
+    CleanupWorker,
+    DownloadCode,
+    ForgetWorker,
+    LaunchWorker,
+    RecordWorker,
+    ReportError,
+    SendSigkill,
+    SendSigterm,
+    SlotConfig,
+    SlotInputs,
+    SlotPhase,
+    SlotState,
+    next_wakeup,
+    recover_slots,
+    step,
+    storm_ids_in_use,
+    stray_worker_dirs,
+    used_ports,
+)
+from daemons.supervisor.worker_state import ProcessStatus, WorkerRecord
+from executor.lifecycle import PeriodicThread, Service
+
+log = logging.getLogger(__name__)
+
+SYNC_SUPERVISOR_SECS = 10.0  # seed: synchronize-supervisor every 10 s besides the callbacks
+_MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (no busy loop)
+
+
+def supervisor_hostname(conf: Mapping[str, Any]) -> str:
+    return str(conf.get("storm.local.hostname") or socket.gethostname())
+
+
+class Supervisor(Service):
+    def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command):
+        super().__init__("supervisor")
+        self.conf = dict(conf)
+        self.ports = tuple(sorted({int(p) for p in conf["supervisor.slots.ports"]}))
+        self.hostname = supervisor_hostname(conf)
+        self.slot_conf = SlotConfig.from_conf(conf)
+        self.supervisor_id: str | None = None
+        self.cluster = None
+        self._worker_command = worker_command
+        self._client = None
+        self._state: LocalState | None = None
+        self._started_at = time.monotonic()
+        self._lock = threading.Lock()  # guards what the sync and processes threads share (below)
+        self._local: LocalAssignments | None = None   # None: not known (not read yet, ZooKeeper down)
+        self._wanted_code: set[str] = set()           # DownloadCode requests of the slots
+        self._in_use: frozenset[str] = frozenset()    # topologies the slots still run or kill
+        self._used_ports: tuple[int, ...] = ()
+        # Owned by the sync thread:
+        self._snapshot: dict = {}
+        self._reported_conflicts: tuple = ()
+        self._reported_ignored: set = set()
+        self._retries = download.DownloadRetries()
+        self._zk_trouble = False
+        # Owned by the processes thread (and _on_start before it runs):
+        self._slots: dict[int, SlotState] = {}
+        self._strays: list[SlotState] = []
+        self._records: dict[str, WorkerRecord] = {}
+        self._popens: dict[str, subprocess.Popen] = {}
+        self._pending_cleanup: set[str] = set()
+        self._heartbeat_thread: PeriodicThread | None = None
+        self._sync_thread: PeriodicThread | None = None
+        self._processes_thread: PeriodicThread | None = None
+        self.launches = 0  # workers launched by this run (for tests and the bench)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _on_start(self) -> None:
+        conf = self.conf
+        local_layout.supervisor_stormdist(conf).mkdir(parents=True, exist_ok=True)
+        local_layout.worker_root(conf).mkdir(parents=True, exist_ok=True)
+        download.clean_tmp(conf)
+        self._state = LocalState(local_layout.supervisor_localstate(conf))
+        self.supervisor_id = self._state.get(LS_ID)
+        if not isinstance(self.supervisor_id, str) or not self.supervisor_id:
+            self.supervisor_id = str(uuid.uuid4())
+            self._state.put(LS_ID, self.supervisor_id)
+        self._recover()
+        self.cluster = mk_storm_cluster_state(conf)
+        self.on_stop(self.cluster.disconnect, "ZooKeeper connection")
+        self._client = client_from_conf(conf)
+        self.on_stop(self._client.close, "Nimbus client")
+        self._heartbeat()  # registered before anything else happens (seed: heartbeat-fn first)
+        hb_secs = float(conf["supervisor.heartbeat.frequency.secs"])
+        self._heartbeat_thread = self.start_child(
+            PeriodicThread("supervisor-heartbeat", hb_secs, self._heartbeat, run_at_start=False))
+        self._processes_thread = PeriodicThread("supervisor-processes", self._processes_interval,
+                                                self._sync_processes, fatal=self.fatal)
+        self._sync_thread = PeriodicThread("supervisor-sync", self._sync_interval, self._synchronize,
+                                           fatal=self.fatal)
+        self.start_child(self._processes_thread)
+        self.start_child(self._sync_thread)
+        log.info("supervisor %s running on %s with slots %s (local dir %s)", self.supervisor_id, self.hostname,
+                 list(self.ports), local_layout.local_dir(conf))
+
+    def _recover(self) -> None:
+        """Slots from the worker records of the previous run; worker dirs nobody recorded are
+        removed without signalling anything (no pid we could trust)."""
+        records = []
+        for worker_id, data in (self._state.get(LS_APPROVED_WORKERS) or {}).items():
+            try:
+                record = WorkerRecord.from_dict(data)
+            except (TypeError, KeyError, ValueError) as exc:
+                log.warning("dropping damaged worker record %s: %s", worker_id, exc)
+                continue
+            if record.pid is None:
+                found = launcher.find_launched_pid(self.conf, record)
+                if found is not None:
+                    record = record.with_pid(*found)
+            records.append(record)
+        self._records = {r.worker_id: r for r in records}
+        self._persist_records()
+        self._slots, strays = recover_slots(self.ports, records)
+        self._strays = list(strays)
+        for worker_id in sorted(stray_worker_dirs(launcher.worker_dir_ids(self.conf), records)):
+            log.info("removing worker dir %s: no record of launching it", worker_id)
+            launcher.cleanup_worker(self.conf, worker_id)
+        if records:
+            log.info("recovered %d worker record(s): %s", len(records),
+                     ", ".join(f"{r.worker_id} port {r.port} pid {r.pid}" for r in records))
+
+    # -- heartbeat ---------------------------------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        info = SupervisorInfo(time_secs=int(time.time()), hostname=self.hostname, assignment_id=self.supervisor_id,
+                              used_ports=self._used_ports, meta=self.ports, scheduler_meta=None,
+                              uptime_secs=int(time.monotonic() - self._started_at))
+        try:
+            self.cluster.supervisor_heartbeat(self.supervisor_id, info)
+        except ClusterStateError as exc:
+            log.warning("supervisor heartbeat not written (ZooKeeper: %s); workers keep running", exc)
+
+    # -- synchronize-supervisor --------------------------------------------------------------
+
+    def _on_assignments_changed(self) -> None:
+        # Runs on the cluster state's event thread: only hand the work over.
+        thread = self._sync_thread
+        if thread is not None:
+            thread.wake()
+
+    def _sync_interval(self) -> float:
+        due = self._retries.next_due()
+        if due is None:
+            return SYNC_SUPERVISOR_SECS
+        return min(SYNC_SUPERVISOR_SECS, max(_MIN_WAKE_SECS, due - time.time()))
+
+    def _read_assignments(self) -> dict:
+        cluster, callback = self.cluster, self._on_assignments_changed
+        storm_ids = cluster.assignments(callback)
+        versions = {sid: cluster.assignment_version(sid, callback) for sid in storm_ids}
+        fetched = {}
+        for sid in assignments_to_read(versions, self._snapshot):
+            try:
+                fetched[sid] = cluster.assignment_info_with_version(sid, callback)
+            except DecodeError as exc:  # about that node only: keep what we had
+                log.error("cannot decode the assignment of %s (keeping the last one read): %s", sid, exc)
+        return refresh_snapshot(self._snapshot, versions, fetched)
+
+    def _synchronize(self) -> None:
+        try:
+            snapshot = self._read_assignments()
+        except ClusterStateError as exc:
+            if not self._zk_trouble:
+                log.warning("cannot read assignments from ZooKeeper (%s); workers keep their last known "
+                            "assignment until it is back", exc)
+            self._zk_trouble = True
+            self._download_wanted(self._known_local())
+            return
+        if self._zk_trouble:
+            log.info("ZooKeeper is back: assignments read again")
+            self._zk_trouble = False
+        self._snapshot = snapshot
+        local = local_assignments(snapshot_assignments(snapshot), self.supervisor_id, self.ports)
+        for conflict in new_conflicts(local, self._reported_conflicts):
+            log.error("assignment conflict: %s", conflict.message())
+        self._reported_conflicts = local.conflicts
+        for ignored in local.ignored:
+            if ignored not in self._reported_ignored:
+                log.error("ignoring the assignment of %s to port %s: %s", ignored.storm_id, ignored.port,
+                          ignored.reason)
+        self._reported_ignored = set(local.ignored)
+        with self._lock:
+            self._local = local
+        self._processes_thread.wake()  # slots react to the new assignment now
+        self._download_wanted(local)
+        self._remove_unneeded_code(local)
+
+    def _known_local(self) -> LocalAssignments | None:
+        with self._lock:
+            return self._local
+
+    def _download_wanted(self, local: LocalAssignments | None) -> None:
+        downloaded = set(download.downloaded_ids(self.conf))
+        with self._lock:
+            wanted, self._wanted_code = set(self._wanted_code), set()
+        needed = set(code_to_download(local, downloaded)) if local is not None else set()
+        if local is not None:
+            # A slot may still ask for code of a topology just unassigned (stale request): skip it.
+            allowed = local.storm_ids | {sid for c in local.conflicts for sid in c.storm_ids}
+            wanted &= allowed
+        needed |= wanted - downloaded
+        if local is not None:
+            self._retries.keep_only(needed)
+        now = time.time()
+        for storm_id in sorted(needed):
+            if not self._retries.due(storm_id, now):
+                continue
+            log.info("downloading code of %s from Nimbus", storm_id)
+            try:
+                path = download.download_code(self.conf, self._client, storm_id)
+            except Exception as exc:  # noqa: BLE001 -- RPC, package, disk: all retried the same way
+                delay = self._retries.failed(storm_id, time.time())
+                log.warning("download of %s failed (attempt %d; retrying in %.0fs): %s", storm_id,
+                            self._retries.failures(storm_id), delay, exc)
+                continue
+            self._retries.succeeded(storm_id)
+            log.info("downloaded code of %s into %s", storm_id, path)
+            self._processes_thread.wake()
+
+    def _remove_unneeded_code(self, local: LocalAssignments) -> None:
+        with self._lock:
+            in_use = self._in_use
+        for storm_id in sorted(code_to_remove(local, download.downloaded_ids(self.conf), in_use)):
+            download.remove_code(self.conf, storm_id)
+
+    # -- sync-processes ----------------------------------------------------------------------
+
+    def _processes_interval(self) -> float:
+        period = float(self.conf["supervisor.monitor.frequency.secs"])
+        wakeups = [w for s in (*self._slots.values(), *self._strays)
+                   if (w := next_wakeup(s, self.slot_conf)) is not None]
+        if not wakeups:
+            return period
+        return min(period, max(_MIN_WAKE_SECS, min(wakeups) - time.time()))
+
+    def _sync_processes(self) -> None:
+        now = time.time()
+        for worker_id in sorted(self._pending_cleanup):
+            if launcher.cleanup_worker(self.conf, worker_id):
+                self._pending_cleanup.discard(worker_id)
+        local = self._known_local()
+        targets = slot_targets(local, self.ports, {p: s.assignment for p, s in self._slots.items()})
+        for port in self.ports:
+            self._slots[port] = self._step(self._slots[port], targets[port], now)
+        strays = []
+        for state in self._strays:
+            state = self._step(state, None, now)
+            if state.phase is not SlotPhase.EMPTY or state.has_worker:
+                strays.append(state)
+        self._strays = strays
+        states = (*self._slots.values(), *self._strays)
+        with self._lock:
+            self._in_use = storm_ids_in_use(states)
+            self._used_ports = tuple(p for p in used_ports(states) if p in self.ports)
+
+    def _step(self, state: SlotState, target, now: float) -> SlotState:
+        worker_id = state.worker_id
+        inputs = SlotInputs(
+            assignment=target,
+            code_present=target is not None and download.code_present(self.conf, target.storm_id),
+            heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
+            process_alive=self._alive(worker_id) if worker_id else False,
+            new_worker_id=str(uuid.uuid4()))
+        new_state, actions = step(state, inputs, now, self.slot_conf)
+        if new_state.phase is not state.phase:
+            log.info("slot %s: %s -> %s%s", state.port, state.phase.value, new_state.phase.value,
+                     f" ({new_state.assignment.storm_id})" if new_state.assignment else "")
+        for action in actions:
+            self._execute(action)
+        return new_state
+
+    def _alive(self, worker_id: str) -> bool:
+        record = self._records.get(worker_id)
+        if record is None:
+            return False
+        popen = self._popens.get(worker_id)
+        if popen is not None:
+            code = popen.poll()  # our child: reap it, so it is not a zombie that looks alive
+            if code is not None:
+                log.info("worker %s (pid %s) exited with code %s", worker_id, popen.pid, code)
+                del self._popens[worker_id]
+                return False
+        return launcher.record_status(record) is ProcessStatus.ALIVE
+
+    def _execute(self, action) -> None:
+        if isinstance(action, RecordWorker):
+            self._records[action.record.worker_id] = action.record
+            self._persist_records()
+        elif isinstance(action, LaunchWorker):
+            self._launch(action)
+        elif isinstance(action, SendSigterm):
+            self._signal(action.worker_id, signal.SIGTERM)
+        elif isinstance(action, SendSigkill):
+            self._signal(action.worker_id, signal.SIGKILL)
+        elif isinstance(action, CleanupWorker):
+            popen = self._popens.pop(action.worker_id, None)
+            if popen is not None:
+                popen.poll()
+            if not launcher.cleanup_worker(self.conf, action.worker_id):
+                self._pending_cleanup.add(action.worker_id)
+        elif isinstance(action, ForgetWorker):
+            if self._records.pop(action.worker_id, None) is not None:
+                self._persist_records()
+        elif isinstance(action, DownloadCode):
+            with self._lock:
+                self._wanted_code.add(action.storm_id)
+            if self._sync_thread is not None:
+                self._sync_thread.wake()
+        elif isinstance(action, ReportError):
+            log.warning("slot %s%s: %s", action.port, f" ({action.storm_id})" if action.storm_id else "",
+                        action.message)
+        else:
+            raise TypeError(f"unknown slot action {action!r}")
+
+    def _launch(self, action: LaunchWorker) -> None:
+        log.info("launching worker %s on port %s for %s with executors %s", action.worker_id, action.port,
+                 action.assignment.storm_id, list(action.assignment.executors))
+        try:
+            popen = launcher.launch_worker(self.conf, self.supervisor_id, action.worker_id, action.port,
+                                           action.assignment, self._worker_command)
+        except OSError as exc:
+            # A launch that produced no process is a dead worker: the slot relaunches with back-off.
+            log.error("cannot launch worker %s on port %s: %s", action.worker_id, action.port, exc)
+            return
+        self.launches += 1
+        self._popens[action.worker_id] = popen
+        facts = launcher.process_facts(popen.pid)
+        start_time = facts.start_time if facts.start_time is not None else time.time()
+        record = self._records.get(action.worker_id)
+        if record is not None:
+            self._records[action.worker_id] = record.with_pid(popen.pid, start_time)
+            self._persist_records()
+
+    def _signal(self, worker_id: str, sig: signal.Signals) -> None:
+        record = self._records.get(worker_id)
+        if record is None:
+            log.warning("no record of worker %s: not sending %s", worker_id, sig.name)
+            return
+        launcher.signal_worker(record, sig)
+
+    def _persist_records(self) -> None:
+        self._state.put(LS_APPROVED_WORKERS, {wid: r.to_dict() for wid, r in self._records.items()})
+
+    # -- for tests and tools -----------------------------------------------------------------
+
+    def slot_states(self) -> dict[int, SlotState]:
+        return dict(self._slots)
+
+    def worker_records(self) -> dict[str, WorkerRecord]:
+        return dict(self._records)

@@ -1,0 +1,155 @@
+"""Topology code from Nimbus onto this machine (seed 003's `download-storm-code`).
+
+Both files Nimbus keeps for a topology (`stormjar.zip`, `stormconf.json`) are fetched in chunks
+into a fresh `supervisor/tmp/{uuid}/`, each checked against the sha256 Nimbus announces; the
+package is extracted with every entry checked (executor.package.extract_package), the conf put
+beside it, and the result moved to `supervisor/stormdist/{id}` in one rename: a worker never
+sees half a topology, and a crash leaves only a tmp dir (emptied when the supervisor starts).
+
+`DownloadRetries` remembers failures per topology so a failing download is retried with the
+slot back-off (1 s, 2 s, 4 s ... up to a minute) instead of hammering Nimbus every round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Mapping
+
+from cluster_state import local_layout
+from daemons.nimbus.code_store import CONF_FILE, PACKAGE_FILE
+from daemons.supervisor.slot import backoff_delay, retry_due
+from executor.package import MANIFEST_NAME, extract_package
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 20  # Nimbus serves at most this much per chunk
+RETRY_BASE_SECS = 1.0
+RETRY_MAX_SECS = 60.0
+
+
+class DownloadError(Exception):
+    """The code could not be fetched or was damaged on the way (retried later)."""
+
+
+def fetch_file(client: Any, storm_id: str, name: str, dest: Path) -> int:
+    """One file of a topology's code into `dest`, in chunks, sha256-checked. Returns its size."""
+    info = client.call("download_info", id=storm_id, file=name)
+    size, checksum = int(info["size"]), str(info["checksum"])
+    digest = hashlib.sha256()
+    offset = 0
+    with open(dest, "wb") as f:
+        while offset < size:
+            reply = client.call("download_chunk", id=storm_id, file=name, offset=offset,
+                                length=min(CHUNK_BYTES, size - offset))
+            data = reply["data"]
+            if not data:
+                raise DownloadError(f"{name} of {storm_id}: Nimbus sent nothing at offset {offset} of {size} "
+                                    "(the file changed while downloading?)")
+            f.write(data)
+            digest.update(data)
+            offset += len(data)
+        f.flush()
+        os.fsync(f.fileno())
+    if offset != size or digest.hexdigest() != checksum:
+        raise DownloadError(f"{name} of {storm_id}: checksum mismatch after {offset} bytes "
+                            f"(got {digest.hexdigest()}, Nimbus announced {checksum})")
+    return size
+
+
+def download_code(conf: Mapping[str, Any], client: Any, storm_id: str) -> Path:
+    """Fetch, verify and install the code of `storm_id`; returns `supervisor/stormdist/{id}`.
+    Raises DownloadError, the RPC's errors, PackageError or OSError; nothing is left behind."""
+    final = local_layout.supervisor_stormdist(conf, storm_id)
+    tmp = local_layout.supervisor_tmp(conf) / uuid.uuid4().hex
+    tmp.mkdir(parents=True)
+    try:
+        package = tmp / PACKAGE_FILE
+        topology_conf = tmp / CONF_FILE
+        fetch_file(client, storm_id, PACKAGE_FILE, package)
+        fetch_file(client, storm_id, CONF_FILE, topology_conf)
+        try:
+            parsed = json.loads(topology_conf.read_bytes())
+        except ValueError as exc:
+            raise DownloadError(f"{CONF_FILE} of {storm_id} is not valid JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise DownloadError(f"{CONF_FILE} of {storm_id} is not a JSON object")
+        code = tmp / "code"
+        extract_package(package, code, max_bytes=int(conf["storm.package.max.bytes"]))
+        if (code / CONF_FILE).exists():
+            raise DownloadError(f"the package of {storm_id} holds a file named {CONF_FILE} at its root, "
+                                "where the supervisor puts the topology conf")
+        os.rename(topology_conf, code / CONF_FILE)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(code, final)  # the one step that makes the code visible
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def downloaded_ids(conf: Mapping[str, Any]) -> list[str]:
+    """Topologies whose code is installed (dirs in supervisor/stormdist holding the manifest)."""
+    root = local_layout.supervisor_stormdist(conf)
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    return sorted(e.name for e in entries
+                  if e.is_dir(follow_symlinks=False) and (Path(e.path) / MANIFEST_NAME).is_file())
+
+
+def code_present(conf: Mapping[str, Any], storm_id: str) -> bool:
+    return (local_layout.supervisor_stormdist(conf, storm_id) / MANIFEST_NAME).is_file()
+
+
+def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:
+    path = local_layout.supervisor_stormdist(conf, storm_id)
+    log.info("removing code of %s (no longer assigned here)", storm_id)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def clean_tmp(conf: Mapping[str, Any]) -> None:
+    """Drop downloads a previous run left unfinished (seed: cleanDirectory of supervisor/tmp)."""
+    tmp = local_layout.supervisor_tmp(conf)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+
+
+class DownloadRetries:
+    """Consecutive failures per topology and when the next attempt is due."""
+
+    def __init__(self, base_secs: float = RETRY_BASE_SECS, max_secs: float = RETRY_MAX_SECS):
+        self.base_secs = base_secs
+        self.max_secs = max_secs
+        self._failures: dict[str, tuple[int, float]] = {}
+
+    def due(self, storm_id: str, now: float) -> bool:
+        failures, last = self._failures.get(storm_id, (0, None))
+        return retry_due(failures, last, now, self.base_secs, self.max_secs)
+
+    def failed(self, storm_id: str, now: float) -> float:
+        """Record a failure; returns the delay before the next attempt."""
+        failures = self._failures.get(storm_id, (0, None))[0] + 1
+        self._failures[storm_id] = (failures, now)
+        return backoff_delay(failures, self.base_secs, self.max_secs)
+
+    def succeeded(self, storm_id: str) -> None:
+        self._failures.pop(storm_id, None)
+
+    def failures(self, storm_id: str) -> int:
+        return self._failures.get(storm_id, (0, None))[0]
+
+    def keep_only(self, storm_ids: frozenset[str] | set[str]) -> None:
+        for sid in list(self._failures):
+            if sid not in storm_ids:
+                del self._failures[sid]
+
+    def next_due(self) -> float | None:
+        """The earliest time a failed download may be tried again (None: nothing failed)."""
+        times = [last + backoff_delay(n, self.base_secs, self.max_secs) for n, last in self._failures.values()]
+        return min(times) if times else None

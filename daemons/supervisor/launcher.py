@@ -1,0 +1,172 @@
+"""Worker processes as the supervisor sees them: launch, facts, signals, local heartbeat, cleanup.
+
+Nothing here decides anything (slot.py and worker_state.py do); these are the side effects
+the slot actions name. A worker runs in its own session (a supervisor that stops or dies leaves
+it running) with its output appended to `workers-artifacts/{id}/{port}/worker.log`. A pid is
+signalled only after `WorkerRecord.process_status` saw the recorded process start time on it,
+so a pid the kernel gave to another process is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import psutil
+
+import executor
+from cluster_state import local_layout
+from cluster_state.errors import ClusterStateError
+from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
+from cluster_state.records import LocalAssignment, WorkerHeartbeat
+from daemons.supervisor.worker_state import ProcessFacts, ProcessStatus, WorkerRecord
+
+log = logging.getLogger(__name__)
+
+WORKER_CONF_FILE = "supervisor-conf.json"
+# Where `python -m executor.worker_main` is importable from: the storm-py the supervisor runs.
+_CODE_ROOT = str(Path(executor.__file__).resolve().parent.parent)
+
+CommandFn = Callable[[str, str, int, str, Path], Sequence[str]]
+
+
+def worker_command(storm_id: str, supervisor_id: str, port: int, worker_id: str, conf_file: Path) -> list[str]:
+    """The worker process's command line (the contract with executor/worker_main.py)."""
+    return [sys.executable, "-m", "executor.worker_main", "--storm-id", storm_id, "--supervisor-id", supervisor_id,
+            "--port", str(port), "--worker-id", worker_id, "--conf-file", str(conf_file)]
+
+
+def write_worker_conf(conf: Mapping[str, Any], worker_id: str) -> Path:
+    """The supervisor's effective conf as JSON in the worker's dir (it may hold secrets the
+    worker needs for ZooKeeper: readable by the owner only)."""
+    path = local_layout.worker_root(conf, worker_id) / WORKER_CONF_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(dict(conf), f, sort_keys=True, default=str)
+    return path
+
+
+def launch_worker(conf: Mapping[str, Any], supervisor_id: str, worker_id: str, port: int,
+                  assignment: LocalAssignment, command: CommandFn = worker_command) -> subprocess.Popen:
+    """Create workers/{id}/{pids,heartbeats} and start the worker; raises OSError when it cannot."""
+    root = local_layout.worker_root(conf, worker_id)
+    local_layout.worker_pids(conf, worker_id).mkdir(parents=True, exist_ok=True)
+    local_layout.worker_heartbeats(conf, worker_id).mkdir(parents=True, exist_ok=True)
+    conf_file = write_worker_conf(conf, worker_id)
+    log_path = local_layout.worker_log(conf, assignment.storm_id, port)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = list(command(assignment.storm_id, supervisor_id, port, worker_id, conf_file))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_CODE_ROOT, env.get("PYTHONPATH")) if p)
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=root,
+                                env=env, start_new_session=True, close_fds=True)
+
+
+def process_facts(pid: int) -> ProcessFacts:
+    """What the kernel says about `pid` now (gathered, not interpreted)."""
+    try:
+        proc = psutil.Process(pid)
+        start = proc.create_time()
+        zombie = proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return ProcessFacts(False)
+    except psutil.AccessDenied:
+        return ProcessFacts(True, None)
+    return ProcessFacts(True, start, zombie)
+
+
+def record_status(record: WorkerRecord) -> ProcessStatus:
+    return record.process_status(process_facts(record.pid) if record.pid is not None else None)
+
+
+def signal_worker(record: WorkerRecord, sig: signal.Signals) -> bool:
+    """Send `sig` to the worker's process group (its session: the worker and anything it
+    started) if the recorded pid is still our worker. Returns whether a signal was sent."""
+    status = record_status(record)
+    if status is not ProcessStatus.ALIVE:
+        if status is ProcessStatus.REUSED:
+            log.warning("not sending %s to pid %s: it no longer runs worker %s (pid reused)",
+                        sig.name, record.pid, record.worker_id)
+        return False
+    pid = record.pid
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError as exc:
+        log.error("cannot send %s to worker %s (pid %s): %s", sig.name, record.worker_id, pid, exc)
+        return False
+    log.info("sent %s to worker %s (pid %s)", sig.name, record.worker_id, pid)
+    return True
+
+
+def read_worker_heartbeat(conf: Mapping[str, Any], worker_id: str) -> WorkerHeartbeat | None:
+    """The worker's local heartbeat (None when it has none, or it cannot be read)."""
+    directory = local_layout.worker_heartbeats(conf, worker_id)
+    if not directory.is_dir():
+        return None  # LocalState would create it: a cleaned-up worker must stay gone
+    try:
+        value = LocalState(directory).get(LS_WORKER_HEARTBEAT)
+    except ClusterStateError as exc:
+        log.warning("cannot read the heartbeat of worker %s: %s", worker_id, exc)
+        return None
+    if value is not None and not isinstance(value, WorkerHeartbeat):
+        log.warning("worker %s: heartbeat is a %s, not a WorkerHeartbeat; ignored", worker_id, type(value).__name__)
+        return None
+    return value
+
+
+def worker_pids_on_disk(conf: Mapping[str, Any], worker_id: str) -> list[int]:
+    """Pids the worker wrote into workers/{id}/pids/."""
+    try:
+        names = os.listdir(local_layout.worker_pids(conf, worker_id))
+    except OSError:
+        return []
+    return sorted(int(n) for n in names if n.isdigit() and int(n) > 0)
+
+
+def find_launched_pid(conf: Mapping[str, Any], record: WorkerRecord) -> tuple[int, float] | None:
+    """For a record without a pid (the supervisor died between launch and writing it down):
+    the worker's pid from its pid file, trusted only when that process started after the
+    launch was recorded and its command line names this worker id."""
+    for pid in worker_pids_on_disk(conf, record.worker_id):
+        try:
+            proc = psutil.Process(pid)
+            start = proc.create_time()
+            cmdline = proc.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if start + 1.0 >= record.launch_time_secs and record.worker_id in cmdline:
+            return pid, start
+    return None
+
+
+def cleanup_worker(conf: Mapping[str, Any], worker_id: str) -> bool:
+    """Remove workers/{id} (heartbeats, pids, conf). False when it could not (retried later)."""
+    root = local_layout.worker_root(conf, worker_id)
+    try:
+        shutil.rmtree(root)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("could not clean up worker %s (%s); will retry", worker_id, exc)
+        return False
+    return True
+
+
+def worker_dir_ids(conf: Mapping[str, Any]) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(local_layout.worker_root(conf)) if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,213 @@
+"""Test environment for the supervisor: a real ZooKeeper chroot, Nimbus's code store served by
+the real Nimbus RPC handlers on a free loopback port, topologies installed there, assignments
+written by the test (as Storm's supervisor_test does), supervisors started in-process or as
+real processes, and every worker process they start stopped by pid afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import psutil
+
+from cluster_state import local_layout
+from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
+from cluster_state.records import Assignment, StormBase
+from daemons.nimbus.code_store import CodeStore
+from daemons.nimbus.core import NimbusCore
+from daemons.nimbus.handlers import make_handlers
+from daemons.rpc.server import RpcServer
+from daemons.supervisor.daemon import Supervisor
+from daemons.supervisor.launcher import read_worker_heartbeat
+from daemons.supervisor.slot import SlotPhase
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "nimbus"))  # the Nimbus tests' package builder
+from nimbus_helpers import package  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REAL_WORKER = (ROOT / "executor" / "worker_main.py").is_file()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_ports(n: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < n:
+        ports.add(free_port())
+    return sorted(ports)
+
+
+def standin_command(storm_id, supervisor_id, port, worker_id, conf_file):
+    return [sys.executable, str(HERE / "standin_worker.py"), "--storm-id", storm_id, "--supervisor-id",
+            supervisor_id, "--port", str(port), "--worker-id", worker_id, "--conf-file", str(conf_file)]
+
+
+def failing_command(storm_id, supervisor_id, port, worker_id, conf_file):
+    """A worker that dies at once (e.g. broken code), every time."""
+    return [sys.executable, "-c", "import sys; sys.exit(3)"]
+
+
+def default_command():
+    """The real worker once executor/worker_main.py exists; the stand-in until then."""
+    from daemons.supervisor.launcher import worker_command
+
+    return worker_command if REAL_WORKER else standin_command
+
+
+class Env:
+    def __init__(self, zk_conf: Mapping[str, Any], tmp: Path):
+        self.tmp = tmp
+        self.base_conf = dict(zk_conf)
+        self.store = CodeStore(tmp / "nimbus-local" / "nimbus")
+        self.store.open()
+        self.cluster = mk_storm_cluster_state(self.base_conf)
+        core = NimbusCore({**self.base_conf, "storm.local.dir": str(tmp / "nimbus-local")}, self.cluster, self.store)
+        self.rpc = RpcServer("127.0.0.1", 0, make_handlers(core, self.store, 100 << 20, lambda: None),
+                             name="test-nimbus-rpc")
+        self.rpc.start()
+        self.supervisors: list[Supervisor] = []
+        self.procs: list[subprocess.Popen] = []
+        self.local_dirs: list[Path] = []
+        self._n = 0
+
+    def conf(self, name: str, ports: Iterable[int], **overrides: Any) -> dict[str, Any]:
+        local = self.tmp / name
+        self.local_dirs.append(local)
+        return {**self.base_conf, "storm.local.dir": str(local), "storm.local.hostname": "127.0.0.1",
+                "nimbus.seeds": ["127.0.0.1"], "nimbus.thrift.port": self.rpc.port, "nimbus.thrift.timeout": 5,
+                "supervisor.slots.ports": list(ports), "supervisor.heartbeat.frequency.secs": 1,
+                "supervisor.monitor.frequency.secs": 1, "supervisor.worker.start.timeout.secs": 15,
+                "supervisor.worker.timeout.secs": 6, "supervisor.worker.shutdown.sleep.secs": 1,
+                "worker.heartbeat.frequency.secs": 1, "task.heartbeat.frequency.secs": 1, **overrides}
+
+    # -- topologies and assignments ----------------------------------------------------------
+
+    def topology(self, name: str = "topo", install: bool = True) -> str:
+        self._n += 1
+        storm_id = f"{name}-{self._n}-{int(time.time())}"
+        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2)
+        conf = {"topology.name": name, "storm.id": storm_id, "topology.workers": 3}
+        self.pending = getattr(self, "pending", {})
+        self.pending[storm_id] = (pkg, conf)
+        if install:
+            self.install(storm_id)
+        self.cluster.activate_storm(storm_id, StormBase(name, int(time.time()), "active", 3, {}))
+        return storm_id
+
+    def install(self, storm_id: str) -> None:
+        pkg, conf = self.pending.pop(storm_id)
+        self.store.install(storm_id, pkg, conf)
+
+    def assign(self, storm_id: str, placement: Mapping[tuple[str, int], list[tuple[int, int]]]) -> None:
+        now = int(time.time())
+        enp = {ex: slot for slot, exs in placement.items() for ex in exs}
+        self.cluster.set_assignment(storm_id, Assignment(
+            master_code_dir=str(self.store.topology_dir(storm_id)),
+            node_host={node: "127.0.0.1" for node, _ in placement},
+            executor_node_port=enp, executor_start_time_secs={ex: now for ex in enp}))
+
+    def unassign(self, storm_id: str) -> None:
+        self.cluster.remove_storm(storm_id)
+
+    # -- supervisors -------------------------------------------------------------------------
+
+    def supervisor(self, conf: Mapping[str, Any], worker_command=None) -> Supervisor:
+        sup = Supervisor(conf, worker_command=worker_command or default_command())
+        self.supervisors.append(sup)
+        sup.start()
+        return sup
+
+    def supervisor_process(self, conf: Mapping[str, Any]) -> subprocess.Popen:
+        conf_file = Path(conf["storm.local.dir"]).parent / f"{Path(conf['storm.local.dir']).name}-conf.json"
+        conf_file.write_text(json.dumps(conf))
+        cmd = [sys.executable, str(HERE / "run_supervisor.py"), str(conf_file)]
+        if not REAL_WORKER:
+            cmd.append("--standin")
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for sup in self.supervisors:
+            sup.stop()
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+            if proc.stderr:
+                proc.stderr.close()
+        for local in self.local_dirs:
+            kill_workers_of(local)
+        self.rpc.stop()
+        self.cluster.disconnect()
+
+
+# -- looking at a supervisor's local dir ---------------------------------------------------------
+
+def records_on_disk(conf: Mapping[str, Any]) -> dict[str, dict]:
+    path = local_layout.supervisor_localstate(conf)
+    if not path.is_dir():
+        return {}
+    return dict(LocalState(path).get(LS_APPROVED_WORKERS) or {})
+
+
+def supervisor_id_on_disk(conf: Mapping[str, Any]) -> str | None:
+    path = local_layout.supervisor_localstate(conf)
+    return LocalState(path).get(LS_ID) if path.is_dir() else None
+
+
+def running_workers(conf: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
+    """port -> (worker id, pid) of recorded workers with a fresh local heartbeat and a live pid."""
+    out = {}
+    now = time.time()
+    for wid, rec in records_on_disk(conf).items():
+        hb = read_worker_heartbeat(conf, wid)
+        pid = rec.get("pid")
+        if hb is not None and pid and now - hb.time_secs <= 3 and pid_alive(pid):
+            out[rec["port"]] = (wid, pid)
+    return out
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def slots_running(sup: Supervisor, ports: Iterable[int]) -> bool:
+    states = sup.slot_states()
+    return all(states[p].phase is SlotPhase.RUNNING for p in ports)
+
+
+def kill_workers_of(local_dir: Path) -> None:
+    """SIGKILL every worker a supervisor recorded under `local_dir` (by pid, start time checked)."""
+    conf = {"storm.local.dir": str(local_dir)}
+    for rec in records_on_disk(conf).values():
+        pid, start = rec.get("pid"), rec.get("pid_start_time")
+        if not pid:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if start is not None and abs(proc.create_time() - start) > 1:
+                continue
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+            pass
+        except psutil.AccessDenied:
+            pass
