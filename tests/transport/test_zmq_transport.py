@@ -311,3 +311,32 @@ def test_shared_context_is_left_open(transport):
         assert not ctx.closed
     finally:
         ctx.term()
+
+
+def test_an_absent_or_full_peer_does_not_refuse_another(transport):
+    absent = (HOST, _free_port(transport))
+    full, live = transport.bind((HOST, 0)), transport.bind((HOST, 0))
+    s = transport.connector()
+    try:
+        for addr in (absent, full.address, live.address):
+            s.connect(addr)
+        wait_until(lambda: s.is_connected(full.address) and s.is_connected(live.address), message="connections")
+        filled = {"n": 0, "streak": 0}
+
+        def fill() -> bool:  # `full` is never read: offer until it refuses 20 times in a row
+            if s.try_send(full.address, b"x" * 1000):
+                filled["n"] += 1
+                filled["streak"] = 0
+                assert filled["n"] < 100_000, "a peer that never reads kept accepting"
+            else:
+                filled["streak"] += 1
+            return filled["streak"] >= 20
+
+        wait_until(fill, interval=0.001, message="the unread peer to refuse")
+        assert not s.try_send(absent, b"a")
+        _send(s, live.address, b"b")
+        assert _recv_n(live, 1) == [b"b"]
+    finally:
+        s.close()
+        full.close()
+        live.close()
