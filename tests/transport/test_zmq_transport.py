@@ -324,12 +324,11 @@ def test_an_absent_or_full_peer_does_not_refuse_another(transport):
         filled = {"n": 0, "streak": 0}
 
         def fill() -> bool:  # `full` is never read: offer until it refuses 20 times in a row
-            if s.try_send(full.address, b"x" * 1000):
+            while s.try_send(full.address, b"x" * 1000):
                 filled["n"] += 1
                 filled["streak"] = 0
                 assert filled["n"] < 100_000, "a peer that never reads kept accepting"
-            else:
-                filled["streak"] += 1
+            filled["streak"] += 1
             return filled["streak"] >= 20
 
         wait_until(fill, interval=0.001, message="the unread peer to refuse")
