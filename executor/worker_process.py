@@ -92,14 +92,14 @@ class WorkerProcess(Service):
             raise WorkerStartError(f"the assignment of {self.storm_id} gives {self.supervisor_id}:{self.port} "
                                    f"no executors")
         layout = compute_layout(topology.structure, self.conf, base.num_workers, base.component_executors)
-        self.status = TopologyStatus(False)
+        self.topology_status = TopologyStatus(False)
         spec = WorkerSpec(self.storm_id, self.conf, layout, mine, (self.host, self.port),
                           self._task_addresses(assignment), port=self.port)
         from executor.transport.zmq import ZmqTransport
 
         transport = ZmqTransport(bind_host=self.host)
         self.on_stop(transport.close, "transport")
-        self.worker = Worker(spec, topology, transport, self.status,
+        self.worker = Worker(spec, topology, transport, self.topology_status,
                              WorkerEvents(self._on_component_error, self._on_executor_died))
         self.worker.start()
         self.on_stop(self._stop_worker, "executors")
@@ -141,7 +141,7 @@ class WorkerProcess(Service):
     # ------------------------------------------------------------------ running
     def _refresh_interval(self) -> float:
         # While spouts wait for peers to connect, look again soon; otherwise the poll period.
-        if not self.status.active and self._wants_active:
+        if not self.topology_status.active and self._wants_active:
             return 0.1
         return float(self.conf["task.refresh.poll.secs"])
 
@@ -162,11 +162,11 @@ class WorkerProcess(Service):
         self._flush_errors()
         if assignment is None or base is None:
             self._wants_active = False
-            self.status.set_active(False)  # killed and removed: the supervisor stops us
+            self.topology_status.set_active(False)  # killed and removed: the supervisor stops us
             return
         self.worker.update_routing(self._task_addresses(assignment))
         self._wants_active = base.status == STATUS_ACTIVE
-        self.status.set_active(self._wants_active and self.worker.peers_connected())
+        self.topology_status.set_active(self._wants_active and self.worker.peers_connected())
 
     def _local_heartbeat(self) -> None:
         now = int(time.time())
@@ -174,8 +174,8 @@ class WorkerProcess(Service):
         state.put(LS_WORKER_HEARTBEAT, WorkerHeartbeat(
             storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
             uptime_secs=int(now - self.started_at)))
-        if self._wants_active and not self.status.active and self.worker.peers_connected():
-            self.status.set_active(True)
+        if self._wants_active and not self.topology_status.active and self.worker.peers_connected():
+            self.topology_status.set_active(True)
 
     def _zk_heartbeat(self) -> None:
         now = int(time.time())
@@ -209,7 +209,7 @@ class WorkerProcess(Service):
 
     def _stop_worker(self) -> None:
         # Spouts first, then a moment for in-flight tuples to drain, then every thread and socket.
-        self.status.set_active(False)
+        self.topology_status.set_active(False)
         deadline = time.monotonic() + _DRAIN_SECS
         while time.monotonic() < deadline and not self.worker.is_idle():
             time.sleep(0.05)

@@ -1,0 +1,82 @@
+"""Worker processes on a real ZooKeeper over real ZeroMQ, started by the test (no supervisor)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from testutil import wait_until
+from worker_helpers import Rig, count_topology, expected_counts, free_ports, read_counts
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def rig(zk_conf, tmp_path):
+    r = Rig(zk_conf, tmp_path, free_ports(3))
+    yield r
+    r.close()
+
+
+def test_word_count_across_two_worker_processes_is_exact(rig, tmp_path):
+    total = 2000
+    topo, out = count_topology(tmp_path, total)
+    storm_id = rig.submit(topo, "wc", {"topology.workers": 2, "topology.max.spout.pending": 200})
+    ports = rig.slots(storm_id)
+    assert len(ports) == 2
+    for p in ports:
+        rig.start_worker(storm_id, p)
+    rig.wait_heartbeats(ports)
+    expected = expected_counts(total)
+    wait_until(lambda: read_counts(out) == expected, timeout=60,
+               message=lambda: f"exact counts (have {sum(read_counts(out).values())} of {sum(expected.values())} words)"
+                               f"\n{rig.log(ports[0])}")
+    # Heartbeats advance, locally and in ZooKeeper with per-executor stats.
+    first = {p: rig.heartbeat(p).time_secs for p in ports}
+    wait_until(lambda: all(rig.heartbeat(p).time_secs > first[p] for p in ports), timeout=10,
+               message="local heartbeats to advance")
+    zk_beat = rig.cluster.get_worker_heartbeat(storm_id, "sup-1", ports[0])
+    assert zk_beat is not None and zk_beat.executor_stats
+    assert all({"emitted", "acked", "executed"} <= set(s) for s in zk_beat.executor_stats.values())
+    for p in ports:
+        assert rig.stop_worker(p) == 0
+
+
+def test_an_executor_error_makes_the_worker_exit_non_zero_with_the_error_in_zookeeper(rig, tmp_path):
+    topo, _out = count_topology(tmp_path, 10)
+    comp = next(topo.glob("wc_components_*.py"))
+    text = comp.read_text()
+    assert "w = tup.values[0]" in text
+    comp.write_text(text.replace("w = tup.values[0]", 'raise ValueError("boom in count")'))
+    storm_id = rig.submit(topo, "boom", {"topology.workers": 1})
+    (port,) = rig.slots(storm_id)
+    proc = rig.start_worker(storm_id, port)
+    wait_until(lambda: proc.poll() is not None, timeout=60, message="the worker to exit")
+    assert proc.returncode != 0
+    err = rig.cluster.last_error(storm_id, "count")
+    assert err is not None and "boom in count" in err.error
+    rig.stop_worker(port)
+
+
+def test_a_package_whose_topology_differs_from_its_manifest_is_refused(rig, tmp_path):
+    topo, _out = count_topology(tmp_path, 10)
+    storm_id = rig.submit(topo, "drift", {"topology.workers": 1})
+    code = rig.install_code(storm_id)
+    (code / "topology.py").write_text((code / "topology.py").read_text().replace(
+        'b.set_bolt("count", Count', 'b.set_bolt("counter", Count'))
+    (port,) = rig.slots(storm_id)
+    proc = rig.start_worker(storm_id, port)
+    wait_until(lambda: proc.poll() is not None, timeout=60, message="the worker to refuse to start")
+    assert proc.returncode != 0
+    err = rig.cluster.last_error(storm_id, "worker")
+    assert err is not None and "differs from its package manifest" in err.error and "count" in err.error
+    rig.stop_worker(port)
+
+
+def test_sigterm_exits_cleanly_and_fast(rig, tmp_path):
+    topo, _out = count_topology(tmp_path, 10**9)
+    storm_id = rig.submit(topo, "term", {"topology.workers": 1, "topology.max.spout.pending": 100})
+    (port,) = rig.slots(storm_id)
+    rig.start_worker(storm_id, port)
+    rig.wait_heartbeats([port])
+    assert rig.stop_worker(port, signal.SIGTERM, timeout=10) == 0
