@@ -148,8 +148,9 @@ COUNT_COMPONENTS = textwrap.dedent('''
 
 
     class SentenceSpout(Spout):
-        def __init__(self, total):
+        def __init__(self, total, ack_dir=None):
             self.total = total
+            self.ack_dir = ack_dir
 
         def declare_output_fields(self, declarer):
             declarer.declare(["sentence"])
@@ -171,6 +172,11 @@ COUNT_COMPONENTS = textwrap.dedent('''
 
         def fail(self, msg_id):
             self.replay.append(msg_id)
+
+        def ack(self, msg_id):
+            if self.ack_dir:  # acked ids survive a killed worker: the test reads them back
+                with open(os.path.join(self.ack_dir, f"acks-{self.i % self.step}.txt"), "a") as f:
+                    f.write(f"{msg_id}\\n")
 
 
     class Split(BasicBolt):
@@ -211,7 +217,7 @@ COUNT_TOPOLOGY = textwrap.dedent('''
     from executor.api import TopologyBuilder
 
     b = TopologyBuilder()
-    b.set_spout("sentences", SentenceSpout({total}), 2)
+    b.set_spout("sentences", SentenceSpout({total}, {out!r}), 2)
     b.set_bolt("split", Split(), 2).shuffle_grouping("sentences")
     b.set_bolt("count", Count({out!r}), 3).fields_grouping("split", ["word"])
     topology = b.create_topology()
@@ -227,6 +233,13 @@ def count_topology(root: Path, total: int) -> tuple[Path, Path]:
     (d / f"{module}.py").write_text(COUNT_COMPONENTS)
     (d / "topology.py").write_text(COUNT_TOPOLOGY.format(module=module, total=total, out=str(out)))
     return d, out
+
+
+def acked_ids(out: Path) -> set[int]:
+    ids: set[int] = set()
+    for p in out.glob("acks-*.txt"):
+        ids.update(int(x) for x in p.read_text().split())
+    return ids
 
 
 def expected_counts(total: int) -> dict[str, int]:
