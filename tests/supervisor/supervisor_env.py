@@ -1,7 +1,9 @@
-"""Test environment for the supervisor: a real ZooKeeper chroot, Nimbus's code store served by
-the real Nimbus RPC handlers on a free loopback port, topologies installed there, assignments
-written by the test (as Storm's supervisor_test does), supervisors started in-process or as
-real processes, and every worker process they start stopped by pid afterwards."""
+"""Test environment for the supervisor: a real ZooKeeper chroot, topologies submitted to a real
+NimbusCore whose code store is served by the real Nimbus RPC handlers on a free loopback port,
+assignments of the topology's real executors written by the test (as Storm's supervisor_test
+does; this Nimbus core never schedules), supervisors started in-process or as real processes,
+real worker processes (executor.worker_main), and every worker they start stopped by pid
+afterwards."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import psutil
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
-from cluster_state.records import Assignment, StormBase
+from cluster_state.records import Assignment
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
@@ -34,7 +36,6 @@ from nimbus_helpers import package  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-REAL_WORKER = (ROOT / "executor" / "worker_main.py").is_file()
 
 
 def free_port() -> int:
@@ -50,21 +51,17 @@ def free_ports(n: int) -> list[int]:
     return sorted(ports)
 
 
-def standin_command(storm_id, supervisor_id, port, worker_id, conf_file):
-    return [sys.executable, str(HERE / "standin_worker.py"), "--storm-id", storm_id, "--supervisor-id",
-            supervisor_id, "--port", str(port), "--worker-id", worker_id, "--conf-file", str(conf_file)]
-
-
 def failing_command(storm_id, supervisor_id, port, worker_id, conf_file):
     """A worker that dies at once (e.g. broken code), every time."""
     return [sys.executable, "-c", "import sys; sys.exit(3)"]
 
 
-def default_command():
-    """The real worker once executor/worker_main.py exists; the stand-in until then."""
-    from daemons.supervisor.launcher import worker_command
+class _NoSchedulingCore(NimbusCore):
+    """Nimbus's submit (validation, code store, storm base) without its scheduler: the tests
+    place executors themselves."""
 
-    return worker_command if REAL_WORKER else standin_command
+    def mk_assignments(self, scratch=frozenset()) -> None:
+        pass
 
 
 class Env:
@@ -74,7 +71,7 @@ class Env:
         self.store = CodeStore(tmp / "nimbus-local" / "nimbus")
         self.store.open()
         self.cluster = mk_storm_cluster_state(self.base_conf)
-        core = NimbusCore({**self.base_conf, "storm.local.dir": str(tmp / "nimbus-local")}, self.cluster, self.store)
+        self.core = core = _NoSchedulingCore({**self.base_conf, "storm.local.dir": str(tmp / "nimbus-local")}, self.cluster, self.store)
         self.rpc = RpcServer("127.0.0.1", 0, make_handlers(core, self.store, 100 << 20, lambda: None),
                              name="test-nimbus-rpc")
         self.rpc.start()
@@ -91,32 +88,36 @@ class Env:
                 "supervisor.slots.ports": list(ports), "supervisor.heartbeat.frequency.secs": 1,
                 "supervisor.monitor.frequency.secs": 1, "supervisor.worker.start.timeout.secs": 15,
                 "supervisor.worker.timeout.secs": 6, "supervisor.worker.shutdown.sleep.secs": 1,
-                "worker.heartbeat.frequency.secs": 1, "task.heartbeat.frequency.secs": 1, **overrides}
+                "worker.heartbeat.frequency.secs": 1, "task.heartbeat.frequency.secs": 1,
+                "task.refresh.poll.secs": 1, **overrides}
 
     # -- topologies and assignments ----------------------------------------------------------
 
     def topology(self, name: str = "topo", install: bool = True) -> str:
+        """Submit a topology (1 spout, 2 bolts, 3 ackers: six executors); with install=False its
+        code is hidden from the download handlers until install()."""
         self._n += 1
-        storm_id = f"{name}-{self._n}-{int(time.time())}"
-        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2)
-        conf = {"topology.name": name, "storm.id": storm_id, "topology.workers": 3}
-        self.pending = getattr(self, "pending", {})
-        self.pending[storm_id] = (pkg, conf)
-        if install:
-            self.install(storm_id)
-        self.cluster.activate_storm(storm_id, StormBase(name, int(time.time()), "active", 3, {}))
+        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2, config={"topology.workers": 3})
+        storm_id = self.core.submit(f"{name}{self._n}", pkg)
+        if not install:
+            os.rename(self.store.topology_dir(storm_id), self.tmp / f"hidden-{storm_id}")
         return storm_id
 
     def install(self, storm_id: str) -> None:
-        pkg, conf = self.pending.pop(storm_id)
-        self.store.install(storm_id, pkg, conf)
+        os.rename(self.tmp / f"hidden-{storm_id}", self.store.topology_dir(storm_id))
 
-    def assign(self, storm_id: str, placement: Mapping[tuple[str, int], list[tuple[int, int]]]) -> None:
+    def executors(self, storm_id: str) -> list[tuple[int, int]]:
+        base = self.cluster.storm_base(storm_id)
+        return [e for _, e in self.core.layout(storm_id, base).all_executors()]
+
+    def assign(self, storm_id: str, slots: list[tuple[str, int]]) -> None:
+        """All of the topology's executors, dealt round robin over `slots`."""
         now = int(time.time())
-        enp = {ex: slot for slot, exs in placement.items() for ex in exs}
+        executors = self.executors(storm_id)
+        enp = {ex: slots[i % len(slots)] for i, ex in enumerate(executors)}
         self.cluster.set_assignment(storm_id, Assignment(
             master_code_dir=str(self.store.topology_dir(storm_id)),
-            node_host={node: "127.0.0.1" for node, _ in placement},
+            node_host={node: "127.0.0.1" for node, _ in slots},
             executor_node_port=enp, executor_start_time_secs={ex: now for ex in enp}))
 
     def unassign(self, storm_id: str) -> None:
@@ -125,7 +126,8 @@ class Env:
     # -- supervisors -------------------------------------------------------------------------
 
     def supervisor(self, conf: Mapping[str, Any], worker_command=None) -> Supervisor:
-        sup = Supervisor(conf, worker_command=worker_command or default_command())
+        kwargs = {"worker_command": worker_command} if worker_command else {}
+        sup = Supervisor(conf, **kwargs)
         self.supervisors.append(sup)
         sup.start()
         return sup
@@ -134,8 +136,6 @@ class Env:
         conf_file = Path(conf["storm.local.dir"]).parent / f"{Path(conf['storm.local.dir']).name}-conf.json"
         conf_file.write_text(json.dumps(conf))
         cmd = [sys.executable, str(HERE / "run_supervisor.py"), str(conf_file)]
-        if not REAL_WORKER:
-            cmd.append("--standin")
         proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.procs.append(proc)

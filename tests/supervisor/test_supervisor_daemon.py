@@ -44,8 +44,7 @@ def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
     ports = free_ports(4)
     sup = env.supervisor(env.conf("sup", ports))
     sid = env.topology()
-    env.assign(sid, {(sup.supervisor_id, ports[0]): [(1, 1)], (sup.supervisor_id, ports[1]): [(2, 2), (3, 3)],
-                     (sup.supervisor_id, ports[2]): [(4, 4)]})
+    env.assign(sid, [(sup.supervisor_id, ports[0]), (sup.supervisor_id, ports[1]), (sup.supervisor_id, ports[2])])
     wait_until(lambda: len(running_workers(sup.conf)) == 3, 60, "three heartbeating workers")
     wait_until(lambda: slots_running(sup, ports[:3]), 30, "three RUNNING slots")
     before = running_workers(sup.conf)
@@ -65,7 +64,7 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
     ports = free_ports(2)
     sup = env.supervisor(env.conf("sup", ports))
     sid = env.topology()
-    env.assign(sid, {(sup.supervisor_id, ports[0]): [(1, 1)], (sup.supervisor_id, ports[1]): [(2, 2)]})
+    env.assign(sid, [(sup.supervisor_id, ports[0]), (sup.supervisor_id, ports[1])])
     wait_until(lambda: slots_running(sup, ports), 60, "two RUNNING slots")
     before = running_workers(sup.conf)
     stuck_wid, stuck_pid = before[ports[0]]
@@ -89,7 +88,7 @@ def test_unassigning_kills_the_worker_and_removes_its_dirs_and_code(env):
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports))
     sid = env.topology()
-    env.assign(sid, {(sup.supervisor_id, ports[0]): [(1, 1)]})
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
     wait_until(lambda: slots_running(sup, ports), 60, "the slot RUNNING")
     wid, pid = running_workers(sup.conf)[ports[0]]
     env.unassign(sid)
@@ -105,8 +104,8 @@ def test_two_supervisors_two_topologies_and_a_kill_leaves_the_other_topology_alo
     sup_a = env.supervisor(env.conf("sup-a", ports_a))
     sup_b = env.supervisor(env.conf("sup-b", ports_b))
     t1, t2 = env.topology("one"), env.topology("two")
-    env.assign(t1, {(sup_a.supervisor_id, ports_a[0]): [(1, 1)], (sup_b.supervisor_id, ports_b[0]): [(2, 2)]})
-    env.assign(t2, {(sup_a.supervisor_id, ports_a[1]): [(1, 1)], (sup_b.supervisor_id, ports_b[1]): [(2, 2)]})
+    env.assign(t1, [(sup_a.supervisor_id, ports_a[0]), (sup_b.supervisor_id, ports_b[0])])
+    env.assign(t2, [(sup_a.supervisor_id, ports_a[1]), (sup_b.supervisor_id, ports_b[1])])
     wait_until(lambda: slots_running(sup_a, ports_a) and slots_running(sup_b, ports_b), 60, "four RUNNING slots")
     keep_a, keep_b = running_workers(sup_a.conf)[ports_a[1]], running_workers(sup_b.conf)[ports_b[1]]
     gone = [running_workers(sup_a.conf)[ports_a[0]][1], running_workers(sup_b.conf)[ports_b[0]][1]]
@@ -122,7 +121,7 @@ def test_supervisor_heartbeat_stays_fresh_with_its_ports_while_workers_fail_to_s
     ports = free_ports(2)
     sup = env.supervisor(env.conf("sup", ports), worker_command=failing_command)
     sid = env.topology()
-    env.assign(sid, {(sup.supervisor_id, ports[0]): [(1, 1)]})
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
     wait_until(lambda: sup.launches >= 3, 60, "the failing worker to be relaunched twice")
     first = env.cluster.supervisor_info(sup.supervisor_id)
     assert first.meta == tuple(ports) and first.hostname == "127.0.0.1"
@@ -139,8 +138,8 @@ def test_conflicting_assignments_do_not_crash_it_and_resolve_after_a_rebalance(e
     sup = env.supervisor(env.conf("sup", ports))
     me = sup.supervisor_id
     t1, t2 = env.topology("one"), env.topology("two")
-    env.assign(t1, {(me, ports[0]): [(1, 1)], (me, ports[1]): [(2, 2)]})
-    env.assign(t2, {(me, ports[0]): [(1, 1)]})  # port 0 claimed twice
+    env.assign(t1, [(me, ports[0]), (me, ports[1])])
+    env.assign(t2, [(me, ports[0])])  # port 0 claimed twice
     wait_until(lambda: slots_running(sup, [ports[1]]), 60, "the unconflicted slot RUNNING")
     # Port 0 is left alone: whatever it ran when the conflict appeared (topology one's worker,
     # if the supervisor saw that assignment first, or nothing) stays as it is.
@@ -150,7 +149,7 @@ def test_conflicting_assignments_do_not_crash_it_and_resolve_after_a_rebalance(e
     assert sup.slot_states()[ports[0]] == held
     assert held.assignment is None or held.assignment.storm_id == t1
     assert sup.status.value == "running"
-    env.assign(t2, {(me, ports[2]): [(1, 1)]})  # the rebalance moves topology two away
+    env.assign(t2, [(me, ports[2])])  # the rebalance moves topology two away
     wait_until(lambda: slots_running(sup, ports), 60, "all three slots RUNNING")
     states = sup.slot_states()
     assert (states[ports[0]].assignment.storm_id, states[ports[2]].assignment.storm_id) == (t1, t2)
@@ -160,7 +159,7 @@ def test_a_failed_code_download_is_retried(env):
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports))
     sid = env.topology(install=False)  # Nimbus does not have the code yet
-    env.assign(sid, {(sup.supervisor_id, ports[0]): [(1, 1)]})
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
     wait_until(lambda: sup._retries.failures(sid) >= 2, 30, "two failed download attempts")
     assert sup.slot_states()[ports[0]].phase is SlotPhase.WAITING_FOR_CODE
     assert not local_layout.supervisor_stormdist(sup.conf, sid).exists()
