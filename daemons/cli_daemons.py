@@ -60,3 +60,14 @@ def nimbus(conf):
     from daemons.nimbus.daemon import Nimbus
 
     run_daemon("nimbus", conf, Nimbus, lambda n: f"nimbus running on {n.rpc.host}:{n.port}")
+
+
+@click.command()
+@common_options
+def supervisor(conf):
+    """Run the Supervisor daemon in the foreground (SIGTERM or Ctrl-C stops it; its workers keep
+    running and are re-adopted when it starts again)."""
+    from daemons.supervisor.daemon import Supervisor
+
+    run_daemon("supervisor", conf, Supervisor,
+               lambda s: f"supervisor {s.supervisor_id} running on {s.hostname} with slots {list(s.ports)}")
