@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster_state.config import ConfigError, default_config, merge_configs, validate_config
-from daemons.scheduler import assign_round_robin, executors_by_slot
+from daemons.nimbus.scheduler import SupervisorSlots, TopologyRequest, schedule
 from executor.base import TopologyStatus
 from executor.errors import AlreadyAliveError, ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
@@ -26,8 +26,11 @@ from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
 from executor.worker import Worker, WorkerEvents, WorkerSpec
+from executor.worker_plan import task_addresses
 
 log = logging.getLogger(__name__)
+
+_MAX_ERRORS = 1000  # error records kept per topology
 
 _FIRST_PORT = 6700
 
@@ -91,9 +94,7 @@ class LocalCluster:
             storm_conf = merge_configs(self.conf, conf or {}, source=f"topology {name!r} config")
         except ConfigError as exc:
             raise InvalidTopologyError(str(exc)) from None
-        num_workers = int(storm_conf.get("topology.workers") or 1)
-        if num_workers < 1:
-            raise InvalidTopologyError(f"topology {name!r}: topology.workers must be >= 1")
+        num_workers = int(storm_conf["topology.workers"])  # >= 1: the config schema checked it
         # Fix the acker task count at submit so a rebalance keeps task ids stable.
         storm_conf["topology.acker.executors"] = num_ackers(storm_conf, num_workers)
         storm_conf["topology.name"] = name
@@ -116,17 +117,26 @@ class LocalCluster:
         return storm_id
 
     def _start_workers(self, rec: _Topology) -> None:
-        slots = [("localhost", _FIRST_PORT + i, rec.storm_id) for i in range(rec.num_workers)]
-        assignment = assign_round_robin(rec.layout.all_executors(), slots)
-        task_address = {t: assignment[ex] for ex in assignment for t in range(ex[0], ex[1] + 1)}
-        for slot, executors in executors_by_slot(assignment).items():
-            rec.workers.append(self._launch_worker(rec, slot, executors, task_address))
+        # Nimbus's scheduler over one local "supervisor" with a slot per worker; the in-process
+        # addresses carry the storm id, so topologies never share an inbox.
+        executors = tuple(ex for _c, ex in rec.layout.all_executors())
+        ports = tuple(_FIRST_PORT + i for i in range(rec.num_workers))
+        slots = schedule([TopologyRequest(rec.storm_id, executors, rec.num_workers)],
+                         [SupervisorSlots("local", "localhost", ports)])[rec.storm_id]
+        address = {slot: ("localhost", slot[1], rec.storm_id) for slot in set(slots.values())}
+        task_address = task_addresses(slots, address.__getitem__)
+        by_slot: dict = {}
+        for ex, slot in slots.items():
+            by_slot.setdefault(address[slot], []).append(ex)
+        for addr, execs in sorted(by_slot.items()):
+            rec.workers.append(self._launch_worker(rec, addr, sorted(execs), task_address))
         for w in rec.workers:
             w.start()
 
     def _launch_worker(self, rec: _Topology, slot, executors, task_address) -> Worker:
         def on_error(component: str, task: int, exc: BaseException) -> None:
-            rec.errors.append(ErrorRecord(component, task, f"{type(exc).__name__}: {exc}", time.time()))
+            if len(rec.errors) < _MAX_ERRORS:  # a component may report on every tuple
+                rec.errors.append(ErrorRecord(component, task, f"{type(exc).__name__}: {exc}", time.time()))
 
         spec = WorkerSpec(rec.storm_id, rec.conf, rec.layout, tuple(executors), slot, task_address, port=slot[1])
         events = WorkerEvents(on_error, self._worker_died(rec), emit_listener=rec.emit_listener)

@@ -68,8 +68,9 @@ class ExecutorBase:
         self._bufs: list[list] = [[] for _ in self._slot_queues]
         self._task_slot = w.task_slot
         self._new_routes: tuple | None = None
+        self._reported: dict[str, int] = {}
         self._pending_emits: deque = deque()
-        self._batch_size = max(1, int(w.conf.get("topology.producer.batch.size") or 1))
+        self._batch_size = max(1, int(w.conf["topology.producer.batch.size"]))
         self._max_tuple_bytes = int(w.conf["topology.max.tuple.size.bytes"])
         # Bytes of large tuples buffered since the last full flush: while non-zero, batches are
         # measured for the queues' byte bound, and buffers are flushed every _LARGE_FLUSH bytes.
@@ -209,7 +210,14 @@ class ExecutorBase:
             self._large_bytes += nbytes
 
     def report_error(self, task: int, exc: BaseException) -> None:
-        log.error("component %r task %d reported: %s", self.component_id, task, exc)
+        # A component may report on every tuple: log the first of each message and then every
+        # thousandth (with the count), so the log stays readable; every report still goes on.
+        text = f"{type(exc).__name__}: {exc}"
+        key = text if text in self._reported or len(self._reported) < 100 else "(other messages)"
+        n = self._reported[key] = self._reported.get(key, 0) + 1
+        if n == 1 or n % 1000 == 0:
+            log.error("component %r task %d reported: %s%s", self.component_id, task, text,
+                      f" ({n} such reports so far)" if n > 1 else "")
         self.w.report_error(self.component_id, task, exc)
 
     # ---- routing changes (handed over by the worker, applied on this executor's thread) ----

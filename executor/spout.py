@@ -66,9 +66,9 @@ class SpoutExecutor(ExecutorBase):
         self.pending = RotatingMap(2, self._expire)
         msp = conf.get("topology.max.spout.pending")
         self.max_pending = int(msp) * len(self.task_ids) if msp else 0
-        self._skips = max(1, int(conf.get("topology.spout.recvq.skips") or 1))
+        self._skips = max(1, int(conf["topology.spout.recvq.skips"]))
         self._spout_wait = make_wait_strategy(conf, SPOUT_WAIT, self.queue.wait)
-        self._sample_rate = float(conf.get("topology.stats.sample.rate") or 0.0)
+        self._sample_rate = float(conf["topology.stats.sample.rate"])
         self.latencies: deque = deque(maxlen=20000)  # sampled complete latencies, seconds
         self._objs = [w.objs[t] for t in self.task_ids]
         self._debug = bool(conf.get("topology.debug"))

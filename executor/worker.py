@@ -109,7 +109,7 @@ class Worker:
 
     def _slots(self, routing: Routing) -> tuple[list[ReceiveQueue], dict[int, int]]:
         """Destination queues (new ones created, surviving ones kept) and task -> slot index."""
-        batch = int(self.conf.get("topology.producer.batch.size") or 1)
+        batch = int(self.conf["topology.producer.batch.size"])
         dests = {}
         for addr in routing.destinations:
             q = self._destinations.get(addr)

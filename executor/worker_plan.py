@@ -62,7 +62,7 @@ def tick_interval(conf: Mapping[str, Any], kind: str, has_ackers: bool) -> float
     """Seconds between ticks for an executor: spouts and ackers rotate their pending maps every
     message timeout; bolts get user ticks at topology.tick.tuple.freq.secs."""
     if kind in ("spout", "acker"):
-        if not has_ackers or not conf.get("topology.enable.message.timeouts", True):
+        if not has_ackers or not conf["topology.enable.message.timeouts"]:
             return None
         return float(conf["topology.message.timeout.secs"])
     freq = conf.get("topology.tick.tuple.freq.secs")

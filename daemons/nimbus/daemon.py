@@ -29,7 +29,7 @@ def nimbus_bind_host(conf: Mapping[str, Any]) -> str:
     host = conf.get("storm.local.hostname")
     if host:
         return str(host)
-    seeds = conf.get("nimbus.seeds") or ["localhost"]
+    seeds = conf["nimbus.seeds"]
     return str(seeds[0])
 
 

@@ -135,13 +135,10 @@ class SlotConfig:
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SlotConfig:
-        defaults = cls()
-        return cls(
-            worker_timeout_secs=float(conf.get("supervisor.worker.timeout.secs", defaults.worker_timeout_secs)),
-            start_timeout_secs=float(conf.get("supervisor.worker.start.timeout.secs",
-                                              defaults.start_timeout_secs)),
-            shutdown_sleep_secs=float(conf.get("supervisor.worker.shutdown.sleep.secs",
-                                               defaults.shutdown_sleep_secs)),
+        return cls(  # the conf always holds the packaged defaults (cluster_state/defaults.yaml)
+            worker_timeout_secs=float(conf["supervisor.worker.timeout.secs"]),
+            start_timeout_secs=float(conf["supervisor.worker.start.timeout.secs"]),
+            shutdown_sleep_secs=float(conf["supervisor.worker.shutdown.sleep.secs"]),
         )
 
     @property

@@ -539,7 +539,9 @@ def test_config_from_storm_conf():
     conf = SlotConfig.from_conf({"supervisor.worker.timeout.secs": 3, "supervisor.worker.start.timeout.secs": 6,
                                  "supervisor.worker.shutdown.sleep.secs": 1})
     assert (conf.worker_timeout_secs, conf.start_timeout_secs, conf.shutdown_sleep_secs) == (3, 6, 1)
-    assert SlotConfig.from_conf({}) == SlotConfig()
+    from cluster_state.config import default_config
+
+    assert SlotConfig.from_conf(default_config()) == SlotConfig()  # the dataclass mirrors the packaged defaults
     assert SlotConfig().first_heartbeat_timeout_secs == 120
     assert SlotConfig(worker_timeout_secs=200).first_heartbeat_timeout_secs == 200
 

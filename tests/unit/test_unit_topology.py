@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from daemons.local import validate_topology_name
-from daemons.scheduler import assign_round_robin, executors_by_slot
 from executor.api import BasicBolt, Bolt, Fields, InvalidTopologyError, Spout, TopologyBuilder
 from executor.components import OutputFieldsDeclarer
 from executor.layout import ACKER_COMPONENT, compute_layout, num_ackers
@@ -533,22 +532,3 @@ def test_layout_max_task_parallelism_caps():
     assert layout.executors["exclaim"] == [(3, 3), (4, 4)]
 
 
-# ---------------------------------------------------------------- scheduler
-
-
-def test_assign_round_robin_spreads_and_interleaves():
-    execs = [("a", (1, 1)), ("a", (2, 2)), ("a", (3, 3)), ("b", (4, 5)), ("b", (6, 7)), ("c", (8, 8)),
-             ("c", (9, 9))]
-    assignment = assign_round_robin(list(reversed(execs)), ["w1", "w2", "w3"])
-    assert set(assignment) == {e for _c, e in execs}
-    by_slot = executors_by_slot(assignment)
-    assert by_slot == {"w1": [(1, 1), (4, 5), (9, 9)], "w2": [(2, 2), (6, 7)], "w3": [(3, 3), (8, 8)]}
-    sizes = sorted(len(v) for v in by_slot.values())
-    assert sizes[-1] - sizes[0] <= 1
-
-
-def test_assign_round_robin_more_slots_than_executors_and_no_slots():
-    assignment = assign_round_robin([("a", (1, 1))], [6700, 6701])
-    assert assignment == {(1, 1): 6700}
-    with pytest.raises(ValueError):
-        assign_round_robin([("a", (1, 1))], [])
