@@ -102,3 +102,31 @@ def test_sigkill_of_a_worker_and_a_restart_on_the_same_port_loses_nothing(rig, t
     # is not checkable after a counter's memory died, but no message went unacknowledged.
     for p in ports:
         assert rig.stop_worker(p) == 0
+
+
+def test_an_assignment_change_moving_executors_to_a_third_worker_is_followed_without_a_restart(rig, tmp_path):
+    from dataclasses import replace
+
+    total = 3000
+    topo, out = count_topology(tmp_path, total)
+    storm_id = rig.submit(topo, "move", {"topology.workers": 2, "topology.max.spout.pending": 100,
+                                         "topology.message.timeout.secs": 5})
+    ports = rig.slots(storm_id)
+    third = next(p for p in rig.ports if p not in ports)
+    for p in ports:
+        rig.start_worker(storm_id, p)
+    rig.wait_heartbeats(ports)
+    wait_until(lambda: len(acked_ids(out)) > 200, timeout=60, message="acks before the move")
+    stay, moved = ports
+    a = rig.cluster.assignment_info(storm_id)
+    enp = {ex: (("sup-1", third) if slot == ("sup-1", moved) else slot) for ex, slot in a.executor_node_port.items()}
+    rig.cluster.set_assignment(storm_id, replace(a, executor_node_port=enp))
+    rig.start_worker(storm_id, third)
+    rig.wait_heartbeats([stay, third])
+    assert rig.stop_worker(moved) == 0  # what its supervisor would do with a worker no longer assigned
+    first = rig.procs[stay].pid
+    wait_until(lambda: acked_ids(out) >= set(range(total)), timeout=90,
+               message=lambda: f"every message acked ({len(acked_ids(out) & set(range(total)))} of {total})")
+    assert rig.procs[stay].pid == first and rig.procs[stay].poll() is None  # followed, not restarted
+    for p in (stay, third):
+        assert rig.stop_worker(p) == 0
