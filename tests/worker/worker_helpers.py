@@ -81,7 +81,29 @@ class Rig:
         a = self.cluster.assignment_info(storm_id)
         return sorted({port for _node, port in a.executor_node_port.values()})
 
-    def start_worker(self, storm_id: str, port: int) -> subprocess.Popen:
+    def place(self, storm_id: str, port_of) -> dict[int, int]:
+        """Rewrite the assignment: each executor goes to port_of(component, (start, end)) on sup-1.
+        Returns task id -> port. Call before starting the workers."""
+        from dataclasses import replace
+
+        base = self.cluster.storm_base(storm_id)
+        layout = self.nimbus.layout(storm_id, base)
+        a = self.cluster.assignment_info(storm_id)
+        enp, task_port = {}, {}
+        for comp, execs in layout.executors.items():
+            for ex in execs:
+                port = port_of(comp, ex)
+                enp[ex] = ("sup-1", port)
+                for t in range(ex[0], ex[1] + 1):
+                    task_port[t] = port
+        assert set(enp) == set(a.executor_node_port), "the layout and the assignment disagree"
+        self.cluster.set_assignment(storm_id, replace(a, executor_node_port=enp))
+        return task_port
+
+    def component_tasks(self, storm_id: str) -> dict[str, list[int]]:
+        return self.nimbus.layout(storm_id, self.cluster.storm_base(storm_id)).component_tasks
+
+    def start_worker(self, storm_id: str, port: int, env: dict | None = None) -> subprocess.Popen:
         wid = uuid.uuid4().hex
         wdir = local_layout.worker_root(self.conf, wid)
         wdir.mkdir(parents=True)
@@ -90,7 +112,7 @@ class Rig:
         proc = subprocess.Popen(
             [sys.executable, "-m", "executor.worker_main", "--storm-id", storm_id, "--supervisor-id", "sup-1",
              "--port", str(port), "--worker-id", wid, "--conf-file", str(conf_file)],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, start_new_session=True)
         self.procs[port] = proc
         self.worker_ids[port] = wid
@@ -233,6 +255,37 @@ def count_topology(root: Path, total: int) -> tuple[Path, Path]:
     (d / f"{module}.py").write_text(COUNT_COMPONENTS)
     (d / "topology.py").write_text(COUNT_TOPOLOGY.format(module=module, total=total, out=str(out)))
     return d, out
+
+
+def write_topology(root: Path, components: str, topology: str, **fmt) -> tuple[Path, Path]:
+    """A topology directory with a uniquely named components module (workers import the topology
+    from the package) and an output directory; `topology` is formatted with module=, out= and fmt."""
+    module = f"components_{uuid.uuid4().hex[:8]}"
+    d = root / f"topo-{module}"
+    out = root / f"out-{module}"
+    d.mkdir()
+    out.mkdir()
+    (d / f"{module}.py").write_text(components)
+    (d / "topology.py").write_text(topology.format(module=module, out=str(out), **fmt))
+    return d, out
+
+
+def read_json_files(out: Path, pattern: str) -> dict[str, object]:
+    """name -> parsed JSON of every file matching pattern (files being replaced are skipped)."""
+    found = {}
+    for p in out.glob(pattern):
+        try:
+            found[p.name] = json.loads(p.read_text())
+        except ValueError:
+            continue
+    return found
+
+
+def read_lines(out: Path, pattern: str) -> list[str]:
+    lines: list[str] = []
+    for p in out.glob(pattern):
+        lines.extend(p.read_text().split())
+    return lines
 
 
 def acked_ids(out: Path) -> set[int]:
