@@ -1,0 +1,491 @@
+"""A whole storm-py cluster on one machine for development: ZooKeeper, Nimbus and N supervisors
+as child processes on free loopback ports, everything under one directory.
+
+    D/conf/storm.yaml                 the client's (and Nimbus's) conf: `--conf-dir D/conf`
+    D/conf/supervisor-{i}/storm.yaml  supervisor i's conf (its own slot ports and local dir)
+    D/zookeeper/                      zoo.cfg and ZooKeeper's data (data/)
+    D/nimbus/                         Nimbus's storm.local.dir
+    D/supervisor-{i}/                 supervisor i's storm.local.dir (localstate, workers/, ...)
+    D/logs/                           zookeeper.log, nimbus.log, {name}.out (a child's terminal
+                                      output), supervisor-{i}/supervisor.log and its workers-artifacts/
+    D/pids/{name}.pid                 one file per running child (removed when it is stopped)
+
+The processes are the real daemons (`storm-py nimbus`, `storm-py supervisor`), each in its own
+session, so a Ctrl-C at the terminal reaches only this orchestrator, which stops them in order:
+supervisors first (so none relaunches a worker), then their workers, Nimbus, ZooKeeper last.
+Workers outlive their supervisor by design (own session); they are found through the
+supervisor's records in its LocalState, the pid files under workers/{id}/pids/, and, as a last
+net, any `executor.worker_main` process whose command line names a worker dir of this cluster.
+A re-used directory keeps ZooKeeper's data and Nimbus's code, so topologies come back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import psutil
+import yaml
+
+from cluster_state import local_layout
+from cluster_state.config import default_config
+from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
+from cluster_state.zkserver import ZooKeeperServer, four_letter_word
+from executor.lifecycle import PeriodicThread, Service
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+CODE_ROOT = Path(__file__).resolve().parent.parent
+# Keys the dev cluster decides for each process; a user's storm.yaml or -c cannot move them.
+FIXED_KEYS = frozenset({
+    "storm.zookeeper.servers", "storm.zookeeper.port", "storm.local.dir", "storm.log.dir",
+    "storm.local.hostname", "nimbus.seeds", "nimbus.thrift.port", "supervisor.slots.ports",
+})
+STOP_TIMEOUT_SECS = 15.0   # Nimbus must exit within 15 s of SIGTERM (design section 13)
+WATCH_SECS = 0.5           # how often a running cluster checks that its children live
+_POLL_SECS = 0.1           # readiness poll interval (every wait has a deadline)
+
+
+class DevClusterError(RuntimeError):
+    """A child could not start or died while starting; the message names it and its log."""
+
+
+class Cancelled(RuntimeError):
+    """The start was interrupted (SIGTERM/Ctrl-C) before the cluster was ready."""
+
+
+def _die_with_parent() -> None:
+    # Between fork and exec: if this orchestrator is SIGKILLed, the kernel SIGTERMs the child
+    # (the daemons stop cleanly on SIGTERM). Linux only; a no-op elsewhere.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def free_ports(n: int, taken: set[int]) -> list[int]:
+    """`n` ports free now on loopback, none in `taken` (which is updated)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in taken:
+            taken.add(port)
+            ports.append(port)
+    return ports
+
+
+def carried_conf(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The user's own settings (storm.yaml and -c: whatever differs from the packaged defaults)
+    that every process of the dev cluster gets, minus the keys the dev cluster decides."""
+    defaults = default_config()
+    missing = object()
+    return {k: v for k, v in conf.items() if k not in FIXED_KEYS and defaults.get(k, missing) != v}
+
+
+@dataclass
+class Child:
+    """One daemon process of the cluster."""
+
+    name: str
+    argv: list[str]
+    log_path: Path          # the daemon's own log
+    out_path: Path          # its terminal output (the "running" line, an `error:` line)
+    pid_path: Path
+    proc: subprocess.Popen | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH")) if p)
+        self.out_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.out_path, "ab") as out:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         cwd=CODE_ROOT, env=env, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+        self.pid_path.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_path.write_text(f"{self.proc.pid}\n", encoding="ascii")
+        log.info("%s started (pid %d)", self.name, self.proc.pid)
+
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def why_dead(self) -> str:
+        """One line: its exit code, its last `error:` line if it printed one, and its log."""
+        reason = ""
+        try:
+            lines = self.out_path.read_text(encoding="utf-8", errors="replace").splitlines()
+            errors = [ln for ln in lines if ln.startswith("error:")]
+            if errors:
+                reason = f": {errors[-1].removeprefix('error:').strip()}"
+        except OSError:
+            pass
+        return f"{self.name} exited with code {self.exit_code()}{reason} (log: {self.log_path}, output: {self.out_path})"
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECS) -> None:
+        """SIGTERM by pid, SIGKILL after `timeout`. Idempotent."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("%s (pid %d) ignored SIGTERM for %.0fs; killing it", self.name, proc.pid, timeout)
+                proc.kill()
+                proc.wait(timeout)
+        self.pid_path.unlink(missing_ok=True)
+
+
+# -- workers --------------------------------------------------------------------------------------
+
+
+def _matches(proc: psutil.Process, *, start_time: float | None = None, mentions: str | None = None) -> bool:
+    """Whether `proc` is still the process we mean (guards against a reused pid)."""
+    try:
+        if start_time is not None and abs(proc.create_time() - float(start_time)) > 1.0:
+            return False
+        if mentions is not None and not any(mentions in arg for arg in proc.cmdline()):
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def worker_processes(supervisor_conf: Mapping[str, Any]) -> dict[int, psutil.Process]:
+    """Every live worker process of the supervisor whose conf is `supervisor_conf`."""
+    found: dict[int, psutil.Process] = {}
+
+    def add(pid: Any, **guard: Any) -> None:
+        if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid not in found:
+            try:
+                proc = psutil.Process(pid)
+            except psutil.NoSuchProcess:
+                return
+            if _matches(proc, **guard):
+                found[pid] = proc
+
+    # 1. The supervisor's records (pid plus its start time, as the supervisor itself checks).
+    try:
+        records = LocalState(local_layout.supervisor_localstate(supervisor_conf)).get(LS_APPROVED_WORKERS) or {}
+    except (OSError, ValueError) as exc:
+        log.warning("cannot read the worker records of %s: %s", local_layout.local_dir(supervisor_conf), exc)
+        records = {}
+    for worker_id, data in records.items() if isinstance(records, dict) else ():
+        if isinstance(data, dict):
+            add(data.get("pid"), start_time=data.get("pid_start_time"), mentions=str(worker_id))
+    # 2. The pid files workers write (workers/{id}/pids/{pid}); the process names its worker id.
+    root = local_layout.worker_root(supervisor_conf)
+    for pid_file in root.glob("*/pids/*") if root.is_dir() else ():
+        if pid_file.name.isdigit():
+            add(int(pid_file.name), mentions=pid_file.parent.parent.name)
+    # 3. The net: a worker launched just before its supervisor stopped, not recorded yet.
+    prefix = f"{root}{os.sep}"
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info.get("cmdline") or ()
+        if "executor.worker_main" in cmdline and any(arg.startswith(prefix) for arg in cmdline):
+            add(proc.pid)
+    return found
+
+
+def _signal_group(proc: psutil.Process, sig: signal.Signals) -> None:
+    """`sig` to the worker's whole session when it leads one (its own subprocesses too)."""
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        pass
+
+
+def stop_workers(supervisor_confs: list[Mapping[str, Any]], timeout: float) -> list[int]:
+    """SIGTERM every worker of these supervisors, SIGKILL those still running after `timeout`;
+    returns the pids that had to be killed."""
+    procs: dict[int, psutil.Process] = {}
+    for conf in supervisor_confs:
+        procs.update(worker_processes(conf))
+    if not procs:
+        return []
+    log.info("stopping workers %s", sorted(procs))
+    for proc in procs.values():
+        _signal_group(proc, signal.SIGTERM)
+    _gone, alive = psutil.wait_procs(list(procs.values()), timeout=timeout)
+    for proc in alive:
+        log.warning("worker pid %d ignored SIGTERM for %.0fs; killing it", proc.pid, timeout)
+        _signal_group(proc, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=timeout)
+    return [p.pid for p in alive]
+
+
+# -- the cluster ----------------------------------------------------------------------------------
+
+
+class DevCluster(Service):
+    """ZooKeeper + Nimbus + `supervisors` supervisors under `base_dir`; start() returns once all
+    are ready (or raises DevClusterError naming the child that failed, after stopping the rest).
+    `cancel()` (safe from a signal handler) makes a start in progress give up with Cancelled."""
+
+    def __init__(self, base_dir: str | os.PathLike, *, supervisors: int = 2, slots: int = 2,
+                 user_conf: Mapping[str, Any] | None = None, ready_timeout: float = 60.0,
+                 on_child_exit: Callable[[Child], Any] | None = None) -> None:
+        super().__init__("dev-cluster")
+        if supervisors < 1 or slots < 1:
+            raise ValueError("a dev cluster needs at least one supervisor with at least one slot")
+        self.base_dir = Path(os.path.abspath(base_dir))
+        self.n_supervisors = supervisors
+        self.n_slots = slots
+        self.user_conf = carried_conf(user_conf or {})
+        self.ready_timeout = ready_timeout
+        self.on_child_exit = on_child_exit
+        self.conf_dir = self.base_dir / "conf"
+        self.log_dir = self.base_dir / "logs"
+        self.pid_dir = self.base_dir / "pids"
+        self.zookeeper: ZooKeeperServer | None = None
+        self.nimbus: Child | None = None
+        self.supervisors: list[Child] = []
+        self.conf: dict[str, Any] = {}          # the client's conf (D/conf/storm.yaml)
+        self._cancelled = False
+        self._reported: set[str] = set()
+
+    # -- what callers read -------------------------------------------------------------------
+
+    @property
+    def nimbus_address(self) -> str:
+        return f"{HOST}:{self.conf['nimbus.thrift.port']}"
+
+    def supervisor_conf(self, index: int) -> dict[str, Any]:
+        return dict(self.supervisors[index].extra["conf"])
+
+    def children(self) -> list[Child]:
+        return [c for c in [self.nimbus, *self.supervisors] if c is not None]
+
+    def cancel(self) -> None:
+        # Only an attribute store: called from signal handlers.
+        self._cancelled = True
+
+    # -- start -------------------------------------------------------------------------------
+
+    def _on_start(self) -> None:
+        for d in (self.conf_dir, self.log_dir, self.pid_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        taken: set[int] = set()
+        zk_port, nimbus_port = free_ports(2, taken)
+        common = {
+            **self.user_conf,
+            "storm.zookeeper.servers": [HOST],
+            "storm.zookeeper.port": zk_port,
+            "storm.local.hostname": HOST,
+            "nimbus.seeds": [HOST],
+            "nimbus.thrift.port": nimbus_port,
+        }
+        self.conf = {**common, "storm.local.dir": str(self.base_dir / "nimbus"), "storm.log.dir": str(self.log_dir)}
+        _write_yaml(self.conf_dir / "storm.yaml", self.conf,
+                    "Generated by `storm-py dev-cluster`: the client's and Nimbus's conf (use --conf-dir "
+                    f"{self.conf_dir}). Rewritten on every start.")
+
+        self._start_zookeeper(zk_port)
+        # One undo for all the daemons (registered before any starts, so a failed start stops
+        # whatever did): Nimbus first, so a stopping supervisor's slots are not rescheduled onto
+        # the others; then every supervisor, so none launches a worker; then the workers they
+        # leave running; ZooKeeper (its own undo) last.
+        self.on_stop(self._stop_daemons, "nimbus, supervisors and workers")
+        self._start_nimbus()
+        for i in range(1, self.n_supervisors + 1):
+            self._start_supervisor(i, common, free_ports(self.n_slots, taken))
+        self._wait_ready()
+        self.start_child(PeriodicThread("dev-cluster-watch", WATCH_SECS, self._watch, run_at_start=False))
+
+    def _start_zookeeper(self, port: int) -> None:
+        # tickTime 1000: ZooKeeper clamps sessions to 20 x tickTime, and Storm's default session
+        # timeout is 20 s (design section 12).
+        zk = ZooKeeperServer(self.base_dir / "zookeeper", port=port, tick_time_ms=1000)
+        zk.log_path = self.log_dir / "zookeeper.log"
+        self.zookeeper = zk
+        self._check_cancelled()
+        try:
+            zk.start(timeout=min(30.0, self.ready_timeout))
+        except RuntimeError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise DevClusterError(f"zookeeper cannot start: {first} (log: {zk.log_path})") from None
+        self.on_stop(lambda: self._stop_zookeeper(zk), "zookeeper")
+        (self.pid_dir / "zookeeper.pid").write_text(f"{zk.pid}\n", encoding="ascii")
+
+    def _stop_zookeeper(self, zk: ZooKeeperServer) -> None:
+        zk.stop()
+        (self.pid_dir / "zookeeper.pid").unlink(missing_ok=True)
+
+    def _daemon_argv(self, command: str, conf_dir: Path) -> list[str]:
+        return [sys.executable, "-m", "daemons.cli", command, "--conf-dir", str(conf_dir)]
+
+    def _start_nimbus(self) -> None:
+        self._check_cancelled()
+        child = Child("nimbus", self._daemon_argv("nimbus", self.conf_dir), self.log_dir / "nimbus.log",
+                      self.log_dir / "nimbus.out", self.pid_dir / "nimbus.pid")
+        self.nimbus = child
+        child.start()
+
+    def _start_supervisor(self, index: int, common: Mapping[str, Any], ports: list[int]) -> None:
+        self._check_cancelled()
+        name = f"supervisor-{index}"
+        conf = {**common, "storm.local.dir": str(self.base_dir / name), "storm.log.dir": str(self.log_dir / name),
+                "supervisor.slots.ports": ports}
+        conf_dir = self.conf_dir / name
+        _write_yaml(conf_dir / "storm.yaml", conf,
+                    f"Generated by `storm-py dev-cluster`: {name}'s conf. Rewritten on every start.")
+        child = Child(name, self._daemon_argv("supervisor", conf_dir), self.log_dir / name / "supervisor.log",
+                      self.log_dir / f"{name}.out", self.pid_dir / f"{name}.pid",
+                      extra={"conf": conf, "conf_dir": conf_dir, "ports": ports})
+        self.supervisors.append(child)
+        child.start()
+
+    def _stop_daemons(self) -> None:
+        if self.nimbus is not None:
+            self.nimbus.stop()
+        for child in self.supervisors:  # SIGTERM to all at once: they stop in parallel
+            if child.exit_code() is None and child.proc is not None:
+                child.proc.terminate()
+        for child in self.supervisors:
+            child.stop()
+        grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs")
+                      or default_config().get("supervisor.worker.shutdown.sleep.secs") or 3) + 5.0
+        killed = stop_workers([c.extra["conf"] for c in self.supervisors], timeout=grace)
+        if killed:
+            log.warning("workers %s had to be killed", killed)
+
+    # -- readiness -----------------------------------------------------------------------------
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled:
+            raise Cancelled("interrupted while starting")
+
+    def _check_children(self) -> None:
+        for child in self.children():
+            if child.exit_code() is not None:
+                raise DevClusterError(child.why_dead())
+        if self.zookeeper is not None and not self.zookeeper.running:
+            raise DevClusterError(f"zookeeper exited (log: {self.zookeeper.log_path})")
+
+    def _wait_ready(self) -> None:
+        from cluster_state.factory import mk_storm_cluster_state
+
+        deadline = time.monotonic() + self.ready_timeout
+        waiting = ["zookeeper", "nimbus", *(c.name for c in self.supervisors)]
+        state = None
+        try:
+            while waiting:
+                self._check_cancelled()
+                self._check_children()
+                if "zookeeper" in waiting and self._zookeeper_ok():
+                    waiting.remove("zookeeper")
+                    state = mk_storm_cluster_state(self.conf)
+                if "nimbus" in waiting and self._nimbus_ok():
+                    waiting.remove("nimbus")
+                if state is not None:
+                    for child in self.supervisors:
+                        if child.name in waiting and self._supervisor_registered(state, child):
+                            waiting.remove(child.name)
+                if not waiting:
+                    break
+                if time.monotonic() > deadline:
+                    named = ", ".join(f"{n} (log: {self._log_of(n)})" for n in waiting)
+                    raise DevClusterError(f"not ready within {self.ready_timeout:g}s: {named}")
+                time.sleep(_POLL_SECS)  # readiness poll interval, bounded by the deadline
+        finally:
+            if state is not None:
+                state.disconnect()
+
+    def _log_of(self, name: str) -> Path:
+        if name == "zookeeper" and self.zookeeper is not None:
+            return self.zookeeper.log_path
+        return next(c.log_path for c in self.children() if c.name == name)
+
+    def _zookeeper_ok(self) -> bool:
+        try:
+            return four_letter_word(HOST, self.conf["storm.zookeeper.port"], "ruok", timeout=0.5) == "imok"
+        except OSError:
+            return False
+
+    def _nimbus_ok(self) -> bool:
+        from daemons.rpc.client import client_from_conf
+        from daemons.rpc.protocol import REMOTE_ERRORS
+
+        # A short timeout per attempt: the overall deadline is _wait_ready's.
+        client = client_from_conf({**self.conf, "nimbus.thrift.timeout": 1})
+        try:
+            client.call("cluster_info")
+            return True
+        except REMOTE_ERRORS as exc:
+            log.debug("nimbus not answering yet: %s", exc)
+            return False
+        finally:
+            client.close()
+
+    @staticmethod
+    def _supervisor_registered(state: Any, child: Child) -> bool:
+        conf = child.extra["conf"]
+        path = local_layout.supervisor_localstate(conf)
+        if not path.is_dir():
+            return False
+        supervisor_id = LocalState(path).get(LS_ID)
+        if not isinstance(supervisor_id, str):
+            return False
+        child.extra["id"] = supervisor_id
+        info = state.supervisor_info(supervisor_id)
+        # Its meta must be this run's ports: a node of a previous run (same dir) is not it.
+        return info is not None and sorted(int(p) for p in (info.meta or ())) == sorted(child.extra["ports"])
+
+    # -- running -----------------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        """A child that dies after the start is reported once (the rest keeps running: a
+        cluster survives losing a supervisor; Nimbus and ZooKeeper can be restarted)."""
+        dead = [c for c in self.children() if c.exit_code() is not None and c.name not in self._reported]
+        for child in dead:
+            self._reported.add(child.name)
+            log.warning("%s", child.why_dead())
+            if self.on_child_exit is not None:
+                self.on_child_exit(child)
+
+    def describe(self) -> str:
+        """Where everything is, and three commands to try."""
+        topology = CODE_ROOT / "examples" / "exclamation" / "topology.py"
+        zk = self.zookeeper
+        lines = [
+            f"storm-py dev cluster ready in {self.base_dir}",
+            f"  zookeeper     {zk.connect_string if zk else '?'}  (pid {zk.pid if zk else '?'}, log {zk.log_path if zk else '?'})",
+            f"  nimbus        {self.nimbus_address}  (pid {self.nimbus.pid}, log {self.nimbus.log_path})",
+        ]
+        for child in self.supervisors:
+            ports = ",".join(str(p) for p in child.extra["ports"])
+            lines.append(f"  {child.name:<13} slots {ports}  (pid {child.pid}, local dir "
+                         f"{child.extra['conf']['storm.local.dir']}, log {child.log_path})")
+        lines += [
+            f"  conf dir      {self.conf_dir}",
+            f"  log dir       {self.log_dir}",
+            "try:",
+            f"  storm-py jar submit {topology} --name demo --conf-dir {self.conf_dir}",
+            f"  storm-py list --conf-dir {self.conf_dir}",
+            f"  storm-py kill demo -w 0 --conf-dir {self.conf_dir}",
+            "Ctrl-C stops everything (workers included).",
+        ]
+        return "\n".join(lines)
+
+
+def _write_yaml(path: Path, conf: Mapping[str, Any], header: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {header}\n" + yaml.safe_dump(dict(conf), sort_keys=True), encoding="utf-8")

@@ -1,0 +1,113 @@
+"""Driving `storm-py dev-cluster` / `dev-zookeeper` as real processes, as a user would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+from testutil import wait_until
+
+from cluster_state.config import default_config
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+READY_LINE = "Ctrl-C stops everything"
+
+
+def storm_py(*args: str, conf_dir: Path | None = None, timeout: float = 60, check: int | None = 0):
+    cmd = [sys.executable, "-m", "daemons.cli", *args]
+    if conf_dir is not None:
+        cmd += ["--conf-dir", str(conf_dir)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=ENV)
+    if check is not None:
+        assert out.returncode == check, (args, out.returncode, out.stdout, out.stderr)
+    return out
+
+
+class DevClusterProcess:
+    """`storm-py dev-cluster` in the background; its output goes to a file we poll."""
+
+    def __init__(self, base: Path, *args: str):
+        self.base = base
+        self.out_path = base.parent / f"{base.name}.out"
+        self._out = open(self.out_path, "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "dev-cluster", "--dir", str(base), *args],
+                                     cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._out,
+                                     stderr=subprocess.STDOUT, env=ENV)
+
+    def output(self) -> str:
+        return self.out_path.read_text(encoding="utf-8", errors="replace")
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"dev-cluster exited {self.proc.returncode}:\n{self.output()}")
+            return READY_LINE in self.output()
+        wait_until(ready, timeout=timeout, message=lambda: f"the dev cluster to be ready:\n{self.output()}",
+                   interval=0.2)
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.base / "conf"
+
+    def conf(self) -> dict[str, Any]:
+        """The generated client conf over the packaged defaults (what a client command sees)."""
+        return {**default_config(), **yaml.safe_load((self.conf_dir / "storm.yaml").read_text())}
+
+    def supervisor_confs(self) -> list[dict[str, Any]]:
+        return [yaml.safe_load(p.read_text()) for p in sorted(self.conf_dir.glob("supervisor-*/storm.yaml"))]
+
+    def child_pids(self) -> dict[str, int]:
+        """name -> pid from D/pids (zookeeper, nimbus, supervisor-N, dev-cluster)."""
+        return {p.stem: int(p.read_text()) for p in (self.base / "pids").glob("*.pid")}
+
+    def stop(self, timeout: float = 60) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"dev-cluster ignored SIGTERM for {timeout}s:\n{self.output()}") from None
+        self._out.close()
+        return self.proc.returncode
+
+    def kill_leftovers(self) -> list[int]:
+        """Last resort for a failed test: SIGKILL every process that names this cluster's dir."""
+        left = processes_under(self.base)
+        for proc in left:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(left, timeout=10)
+        return [p.pid for p in left]
+
+
+def processes_under(base: Path) -> list[psutil.Process]:
+    """Live processes whose command line names a path under `base` (daemons, workers, ZooKeeper)."""
+    prefix = str(base)
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if any(prefix in arg for arg in proc.info["cmdline"] or ()):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
