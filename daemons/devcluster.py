@@ -135,7 +135,8 @@ class Child:
                 reason = f": {errors[-1].removeprefix('error:').strip()}"
         except OSError:
             pass
-        return f"{self.name} exited with code {self.exit_code()}{reason} (log: {self.log_path}, output: {self.out_path})"
+        where = f"output: {self.out_path}" if "(log:" in reason else f"log: {self.log_path}, output: {self.out_path}"
+        return f"{self.name} exited with code {self.exit_code()}{reason} ({where})"
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECS) -> None:
         """SIGTERM by pid, SIGKILL after `timeout`. Idempotent."""
