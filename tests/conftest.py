@@ -1,7 +1,12 @@
 import os
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+
+import psutil
+import pytest
 
 # tests/ holds shared fixture modules; make them importable regardless of the import mode.
 sys.path.append(str(Path(__file__).parent))  # appended: tests/ must not shadow real packages
@@ -12,6 +17,87 @@ _RUN_DIR = tempfile.mkdtemp(prefix="storm-py-tests-")
 os.environ["STORM_PY_WORD_COUNT_TABLE"] = os.path.join(_RUN_DIR, "word-count")
 
 from zk_fixture import *  # noqa: E402,F401,F403
+from zk_fixture import SESSION_THREADS  # noqa: E402
+
+# Zookeeper- and Spark-using tests carry their marker even when their module forgot it, so
+# that -m "not zk and not spark ..." never starts a JVM.
+_FIXTURE_MARKERS = {"zk_server": "zk", "zk_conf": "zk", "zk_admin": "zk", "zk_server_factory": "zk",
+                    "spark": "spark"}
+
+# How long a test's threads and child processes may take to finish once the test returned
+# (a poll: a clean test pays nothing).
+_LEAK_GRACE_SECS = 10.0
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            marker = _FIXTURE_MARKERS.get(fixture)
+            if marker and not item.get_closest_marker(marker):
+                item.add_marker(marker)
+
+
+def _children() -> dict[int, psutil.Process]:
+    out = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out[p.pid] = p
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def _describe(p: psutil.Process) -> str:
+    try:
+        return f"pid {p.pid} ({' '.join(p.cmdline())[:200] or p.name()})"
+    except psutil.Error:
+        return f"pid {p.pid}"
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    """Fail a test that leaves behind a child process or a thread it started.
+
+    Taken after the broader-scoped fixtures set up (autouse, function scope) and checked after
+    the test's other function fixtures tore down, so a session's ZooKeeper or a module's Spark
+    session counts as already there. Process creation times guard against a reused pid."""
+    procs_before = {pid: p.create_time() for pid, p in _children().items()}
+    threads_before = set(threading.enumerate())
+    yield
+
+    def new_procs() -> list[psutil.Process]:
+        out = []
+        for pid, p in _children().items():
+            try:
+                if procs_before.get(pid) != p.create_time():
+                    out.append(p)
+            except psutil.NoSuchProcess:
+                pass
+        return out
+
+    def new_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate()
+                if t not in threads_before and t not in SESSION_THREADS and t.is_alive()]
+
+    deadline = time.monotonic() + _LEAK_GRACE_SECS
+    while (new_procs() or new_threads()) and time.monotonic() < deadline:
+        time.sleep(0.02)  # poll: things the test stopped may take a moment to end
+    procs, threads = new_procs(), new_threads()
+    problems = []
+    if procs:
+        problems.append("child processes still running: " + "; ".join(_describe(p) for p in procs))
+        for p in procs:  # do not let one leak fail every following test
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+    if threads:
+        problems.append("threads still running: " + ", ".join(sorted(t.name for t in threads)))
+        SESSION_THREADS.update(threads)  # reported once, here
+    if problems:
+        pytest.fail(f"test left behind {' and '.join(problems)} (after {_LEAK_GRACE_SECS:g}s)",
+                    pytrace=False)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -10,7 +10,15 @@ Fixtures:
   for inspecting and cleaning up.
 - `zk_server_factory` (function): `start(**kwargs) -> ZooKeeperServer` for tests that need a
   server of their own (e.g. to stop and restart it); all are stopped afterwards.
-- `thread_leak_check` (function): fails a test that leaves new threads running.
+- `thread_leak_check` (function): fails a test that leaves new threads running (tests/conftest.py
+  checks every test for threads and child processes anyway).
+
+A test that leaves a ZooKeeper node behind fails: `zk_conf` deletes the test's chroot (whatever
+the test wrote there, including the structure the cluster-state layer creates: the chroot node
+and /assignments, /storms, /supervisors, /workerbeats, /errors) and then fails the test if the
+server's root holds a node that was not there before it (a node written outside the chroot, or
+the chroot recreated by something the test left running). `zk_admin` fails the run at its end
+if anything but /zookeeper is left at the root.
 
 When a test using these fails, the ZooKeeper log lines written during the test are added to
 its report. Helpers: `wait_until(predicate, timeout, message)` (poll with a deadline),
@@ -26,7 +34,6 @@ import os
 import re
 import threading
 import uuid
-import warnings
 from typing import Any
 
 import pytest
@@ -35,6 +42,7 @@ from cluster_state.config import default_config
 from cluster_state.zkserver import ZooKeeperServer, ZooKeeperUnavailable
 
 __all__ = [
+    "SESSION_THREADS",
     "SUPER_PASSWORD",
     "expire_session",
     "pytest_runtest_makereport",
@@ -51,7 +59,7 @@ from testutil import wait_until  # noqa: E402  (re-exported for the cluster-stat
 
 SUPER_PASSWORD = "storm-py-test-super"
 # Threads of session-scoped fixtures, which thread_leak_check must not count.
-_SESSION_THREADS: set[threading.Thread] = set()
+SESSION_THREADS: set[threading.Thread] = set()
 # Session timeout of test clients; the servers' tickTime (500 ms) allows up to 10 s.
 TEST_SESSION_TIMEOUT_MS = 10000
 
@@ -117,13 +125,14 @@ def zk_admin(zk_server: ZooKeeperServer):
     client = KazooClient(hosts=zk_server.connect_string, auth_data=[("digest", f"super:{SUPER_PASSWORD}")])
     client.start(timeout=15)
     # Session-scoped: its threads outlive the test that happened to create it.
-    _SESSION_THREADS.update(set(threading.enumerate()) - before)
+    SESSION_THREADS.update(set(threading.enumerate()) - before)
     yield client
     leftover = [child for child in client.get_children("/") if child != "zookeeper"]
-    if leftover:
-        warnings.warn(f"ZooKeeper nodes left behind by tests: {sorted(leftover)}", stacklevel=1)
     client.stop()
     client.close()
+    if leftover:
+        pytest.fail(f"ZooKeeper nodes left behind by tests at the server's root: {sorted(leftover)}",
+                    pytrace=False)
 
 
 def zk_conf_for(server: ZooKeeperServer, root: str, **overrides: Any) -> dict[str, Any]:
@@ -152,9 +161,16 @@ def _root_for(request: pytest.FixtureRequest) -> str:
 def zk_conf(request: pytest.FixtureRequest, zk_server: ZooKeeperServer, zk_admin: Any):
     _mark_log(request, zk_server)
     root = _root_for(request)
+    before = set(zk_admin.get_children("/"))
     yield zk_conf_for(zk_server, root)
     # The superuser deletes the chroot even when the test locked it down with ACLs.
     zk_admin.delete(root, recursive=True)
+    left = sorted(set(zk_admin.get_children("/")) - before - {"zookeeper"})
+    if left:
+        for node in left:  # reported once, here: the next test starts clean
+            zk_admin.delete("/" + node, recursive=True)
+        pytest.fail(f"ZooKeeper nodes left behind outside the test's chroot {root}: "
+                    + ", ".join("/" + n for n in left), pytrace=False)
 
 
 @pytest.fixture
@@ -178,7 +194,7 @@ def thread_leak_check():
     yield
 
     def new_threads() -> set[threading.Thread]:
-        return set(threading.enumerate()) - before - _SESSION_THREADS
+        return set(threading.enumerate()) - before - SESSION_THREADS
 
     wait_until(lambda: not new_threads(), timeout=10,
                message=lambda: "threads to end: " + ", ".join(sorted(t.name for t in new_threads())))

@@ -15,7 +15,7 @@ import pytest
 
 from daemons.cli import main as cli_main
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.timeout(90), pytest.mark.cluster]
 
 
 def _env():

@@ -35,7 +35,7 @@ from cluster_state.errors import LocalStateError, NodeTooLargeError
 from cluster_state.local_state import classify, next_version, parse_version, version_name
 from cluster_state.protocol import MAX_REQUEST_BYTES, max_node_bytes
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 LS_LOGGER = "cluster_state.local_state"
 

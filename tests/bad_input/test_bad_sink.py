@@ -37,7 +37,7 @@ from executor.sinks import _layout as L
 from executor.sinks._integrity import MANIFEST, TableDamagedError, describe_read_error, summarize_error
 from executor.sinks.spark import SinkTableError, SparkSinkBolt, read_table, use_session, verify_table
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from zk_fixture import wait_until
 
 from cluster_state import ClusterState, ClusterStateUnavailableError, ConnectionState, EventType, NoNodeError
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 
 @pytest.fixture(params=["memory", "zookeeper"])

@@ -27,7 +27,7 @@ from cluster_state import (
 )
 from cluster_state.config import default_config
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 
 @pytest.fixture(params=["memory", "zookeeper"])

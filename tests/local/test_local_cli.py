@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
 
 def storm_py(*args, cwd=None, env=None, timeout=90):

@@ -17,7 +17,7 @@ from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.transitions import IllegalTransitionError
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 
 class Clock:

@@ -21,7 +21,7 @@ from testutil import wait_until
 
 from cluster_state.factory import mk_storm_cluster_state
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
 ROOT = Path(__file__).resolve().parents[2]
 
 

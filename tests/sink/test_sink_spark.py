@@ -19,7 +19,7 @@ from executor.api import TopologyBuilder
 from executor.sinks import _layout as L
 from executor.sinks.spark import SparkSinkBolt, read_table, verify_table
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = [pytest.mark.timeout(150), pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples" / "word_count"))

@@ -24,7 +24,7 @@ from testutil import wait_until
 from cluster_state import local_layout
 from daemons.supervisor.slot import SlotPhase
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
 
 
 @pytest.fixture

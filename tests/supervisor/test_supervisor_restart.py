@@ -27,7 +27,7 @@ from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import LocalAssignment
 from daemons.supervisor.worker_state import WorkerRecord
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = [pytest.mark.timeout(150), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
 
 
 @pytest.fixture
