@@ -104,6 +104,32 @@ class CompleteTopologyResult:
 _names = itertools.count(1)
 
 
+def _in_flight(cluster: LocalCluster, name: str) -> int:
+    """Payloads sent by one worker and not yet taken by the receiving one: they sit in the
+    in-process hub's inboxes, which no worker's backlog counts."""
+    hub = getattr(cluster, "_hub", None)  # LocalCluster's transport between its workers
+    if hub is None:
+        return 0
+    total = 0
+    for worker in cluster.workers(name):
+        inbox = hub.inbox(worker.address)
+        if inbox is not None:
+            total += len(inbox.items)
+    return total
+
+
+def _quiet_snapshot(cluster: LocalCluster, name: str, emitted: dict) -> tuple | None:
+    """None while anything is queued or in flight; otherwise the counters that change when a
+    tuple moves (compared between polls, so that a batch in a thread's hands at one poll shows
+    up as a change at the next)."""
+    if not cluster.is_prepared(name) or not cluster.is_idle(name) or _in_flight(cluster, name):
+        return None
+    stats = cluster.component_stats(name)
+    counters = tuple(sorted((comp, s.get("emitted"), s.get("transferred"), s.get("acked"), s.get("failed"))
+                            for comp, s in stats.items()))
+    return counters, tuple(sorted((k, len(v)) for k, v in list(emitted.items())))
+
+
 def complete_topology(topology: StormTopology, mock_sources: dict[str, list] | None = None,
                       conf: dict | None = None, timeout_secs: float = 30,
                       cluster: LocalCluster | None = None) -> CompleteTopologyResult:
@@ -135,21 +161,28 @@ def complete_topology(topology: StormTopology, mock_sources: dict[str, list] | N
     try:
         cluster.submit_topology(name, conf or {}, topology.with_objs(mocks), emit_listener=listener)
         deadline = time.monotonic() + timeout_secs
-        idle_polls = 0
+        # Done when every mocked message was acked or failed and the topology was seen quiet
+        # (executors, transfer and receive backlogs, and the transport between workers empty)
+        # with unchanged counters on three consecutive polls.
+        quiet: list = []
         while True:
             died = cluster.died(name)
             if died:
                 raise died[0]
             done = sum(len(m.acked) + len(m.failed) for m in mocks.values())
-            if done >= total and cluster.is_prepared(name) and cluster.is_idle(name):
-                idle_polls += 1
-                if idle_polls >= 3:  # idle on consecutive polls: nothing left in flight
+            with lock:
+                snapshot = _quiet_snapshot(cluster, name, emitted) if done >= total else None
+            if snapshot is None or (quiet and snapshot != quiet[-1]):
+                quiet.clear()
+            if snapshot is not None:
+                quiet.append(snapshot)
+                if len(quiet) >= 3:
                     break
-            else:
-                idle_polls = 0
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"complete_topology: {done} of {total} mocked tuples completed within {timeout_secs}s")
+                state = ("not quiet yet (tuples queued or in flight between workers)"
+                         if done >= total else "")
+                raise TimeoutError(f"complete_topology: {done} of {total} mocked tuples completed "
+                                   f"within {timeout_secs}s {state}".rstrip())
             time.sleep(0.01)
         cluster.kill_topology(name)
     finally:
