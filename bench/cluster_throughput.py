@@ -380,7 +380,9 @@ def main() -> None:
             try:
                 line = run_one(cl, name, args.seconds, args.warmup, args.profile)
             except Exception as exc:  # one scenario's failure is reported, the others still run
-                line = {"bench": "cluster_throughput", "scenario": name, "error": repr(exc)}
+                logs = sorted((tmp / "local").rglob(f"bench-{name}-*/*/worker.log"))
+                line = {"bench": "cluster_throughput", "scenario": name, "error": repr(exc),
+                        "worker_logs": {str(p.parent.name): p.read_text()[-1500:] for p in logs}}
             print(json.dumps(line), flush=True)
     finally:
         cl.close()
