@@ -24,7 +24,8 @@ class ReceiveQueue:
     __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
                  "_measured", "_event", "_waiting")
 
-    def __init__(self, capacity: int, name: str = "", byte_capacity: int | None = None):
+    def __init__(self, capacity: int, name: str = "", byte_capacity: int | None = None,
+                 event: threading.Event | None = None):
         if capacity < 1:
             raise ValueError(f"queue {name!r}: capacity must be >= 1")
         if byte_capacity is not None and byte_capacity < 1:
@@ -38,7 +39,8 @@ class ReceiveQueue:
         self._size = 0
         self._bytes = 0
         self._measured: dict[int, int] = {}  # id(batch) -> bytes, for measured batches only
-        self._event = threading.Event()
+        # One consumer serving several queues (the transfer thread) passes one shared event.
+        self._event = event if event is not None else threading.Event()
         self._waiting = False
 
     def try_publish(self, batch: list, nbytes: int = 0) -> bool:
@@ -111,6 +113,10 @@ class ReceiveQueue:
                 self._event.wait(timeout)
         finally:
             self._waiting = False
+
+    def set_waiting(self, waiting: bool) -> None:
+        """For a consumer that waits on a shared event itself: publishes set it while True."""
+        self._waiting = waiting
 
     def wake(self) -> None:
         self._event.set()

@@ -100,6 +100,7 @@ class Worker:
         self._task_queue: dict[int, ReceiveQueue] = {}
         self._executor_queues: list[ReceiveQueue] = []
         self._destinations: dict[Hashable, ReceiveQueue] = {}
+        self._transfer_wakeup = threading.Event()  # set by a publish into any destination queue
 
     # ---- construction ----
     def _new_queue(self, name: str) -> ReceiveQueue:
@@ -115,7 +116,8 @@ class Worker:
             q = self._destinations.get(addr)
             if q is None:
                 q = ReceiveQueue(int(self.conf["topology.transfer.buffer.size"]) * batch, f"to-{addr}",
-                                 int(self.conf["topology.executor.receive.buffer.bytes"]))
+                                 int(self.conf["topology.executor.receive.buffer.bytes"]),
+                                 event=self._transfer_wakeup)
             dests[addr] = q
         self._destinations = dests
         slot_queues = list(self._executor_queues) + list(dests.values())
@@ -213,7 +215,7 @@ class Worker:
 
     def _start_transfer(self) -> None:
         self._transfer = TransferThread(f"worker-transfer-{self.address}", self.transport,
-                                        dict(self._destinations), self._reroute_stale)
+                                        dict(self._destinations), self._reroute_stale, self._transfer_wakeup)
         self._transfer.start()
 
     def _start(self) -> None:

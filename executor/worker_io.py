@@ -27,7 +27,8 @@ from executor.serialization import LARGE_VALUE, DecodeError, pack_batch, unpack_
 log = logging.getLogger(__name__)
 
 Address = Hashable
-_IDLE_WAIT = 0.002      # transfer thread's nap when nothing could be sent
+_IDLE_WAIT = 0.01       # transfer thread's longest wait for input (a publish wakes it at once)
+_REFUSED_WAIT = 0.0002  # its nap while a destination refuses (peer at its high-water mark)
 _CONSUME_MAX = 5000     # tuples per destination per round: one payload stays a few hundred KB
 
 
@@ -36,7 +37,8 @@ class TransferThread:
     connected, used and closed on this thread only."""
 
     def __init__(self, name: str, transport: Any, queues: dict[Address, ReceiveQueue],
-                 on_stale: Callable[[Address, list], None] | None = None):
+                 on_stale: Callable[[Address, list], None] | None = None,
+                 wakeup: threading.Event | None = None):
         self.name = name
         self._transport = transport
         self._queues = dict(queues)
@@ -46,6 +48,8 @@ class TransferThread:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.all_connected = not queues  # read by other threads: spouts wait for it
+        # The event the destination queues were created with (see _idle).
+        self.wakeup = wakeup if wakeup is not None else threading.Event()
         self.sent_batches = 0
 
     def start(self) -> None:
@@ -55,12 +59,14 @@ class TransferThread:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self.wakeup.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
     def set_queues(self, queues: dict[Address, ReceiveQueue]) -> None:
         """Hand over new destinations; applied by the transfer thread between rounds."""
         self._pending_queues = dict(queues)
+        self.wakeup.set()
 
     def backlog(self) -> int:
         return sum(len(q) for q in list(self._queues.values())) + len(self._unsent)
@@ -113,7 +119,25 @@ class TransferThread:
                 else:
                     self._unsent[addr] = payload  # this destination waits; the others go on
             if not progressed:
-                self._stop.wait(_IDLE_WAIT)
+                self._idle()
+
+    def _idle(self) -> None:
+        """Wait for input without spinning: every destination queue sets the shared event on a
+        publish while we wait. A refused send is retried after a short nap instead (nothing
+        signals that a peer has room again)."""
+        if self._unsent:
+            self._stop.wait(_REFUSED_WAIT)
+            return
+        queues = list(self._queues.values())
+        self.wakeup.clear()
+        for q in queues:
+            q.set_waiting(True)
+        try:
+            if not any(len(q) for q in queues) and self._pending_queues is None:
+                self.wakeup.wait(_IDLE_WAIT)
+        finally:
+            for q in queues:
+                q.set_waiting(False)
 
 
 class ReceiveThread:
