@@ -17,7 +17,7 @@ _RUN_DIR = tempfile.mkdtemp(prefix="storm-py-tests-")
 os.environ["STORM_PY_WORD_COUNT_TABLE"] = os.path.join(_RUN_DIR, "word-count")
 
 from zk_fixture import *  # noqa: E402,F401,F403
-from zk_fixture import SESSION_THREADS  # noqa: E402
+from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
 
 # Zookeeper- and Spark-using tests carry their marker even when their module forgot it, so
 # that -m "not zk and not spark ..." never starts a JVM.
@@ -70,6 +70,8 @@ def no_leaks():
         out = []
         for pid, p in _children().items():
             try:
+                if pid in SESSION_PIDS or p.ppid() in SESSION_PIDS:
+                    continue  # a session fixture's server, possibly started during this test
                 if procs_before.get(pid) != p.create_time():
                     out.append(p)
             except psutil.NoSuchProcess:

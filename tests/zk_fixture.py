@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -43,6 +44,7 @@ from cluster_state.zkserver import ZooKeeperServer, ZooKeeperUnavailable
 
 __all__ = [
     "SESSION_THREADS",
+    "SESSION_PIDS",
     "SUPER_PASSWORD",
     "expire_session",
     "pytest_runtest_makereport",
@@ -60,6 +62,9 @@ from testutil import wait_until  # noqa: E402  (re-exported for the cluster-stat
 SUPER_PASSWORD = "storm-py-test-super"
 # Threads of session-scoped fixtures, which thread_leak_check must not count.
 SESSION_THREADS: set[threading.Thread] = set()
+# Processes of session-scoped fixtures: a session server may be started lazily inside the first
+# test that asks for it, and the leak check must neither report nor kill it.
+SESSION_PIDS: set[int] = set()
 # Session timeout of test clients; the servers' tickTime (500 ms) allows up to 10 s.
 TEST_SESSION_TIMEOUT_MS = 10000
 
@@ -113,6 +118,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any):
 @pytest.fixture(scope="session")
 def zk_server(tmp_path_factory: pytest.TempPathFactory):
     server = _start_server(tmp_path_factory.mktemp("zookeeper"))
+    SESSION_PIDS.add(server.pid)
     yield server
     server.stop()
 
@@ -133,6 +139,16 @@ def zk_admin(zk_server: ZooKeeperServer):
     if leftover:
         pytest.fail(f"ZooKeeper nodes left behind by tests at the server's root: {sorted(leftover)}",
                     pytrace=False)
+
+
+def _admin_connected(client: Any, timeout: float = 15.0) -> None:
+    """kazoo's synchronous calls wait forever while disconnected: fail loudly instead."""
+    deadline = time.monotonic() + timeout
+    while not client.connected:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the session ZooKeeper admin client has been disconnected for {timeout:g}s "
+                        f"(did a test stop or kill the session server?)", pytrace=False)
+        time.sleep(0.05)  # poll with the deadline above
 
 
 def zk_conf_for(server: ZooKeeperServer, root: str, **overrides: Any) -> dict[str, Any]:
@@ -161,9 +177,11 @@ def _root_for(request: pytest.FixtureRequest) -> str:
 def zk_conf(request: pytest.FixtureRequest, zk_server: ZooKeeperServer, zk_admin: Any):
     _mark_log(request, zk_server)
     root = _root_for(request)
+    _admin_connected(zk_admin)
     before = set(zk_admin.get_children("/"))
     yield zk_conf_for(zk_server, root)
     # The superuser deletes the chroot even when the test locked it down with ACLs.
+    _admin_connected(zk_admin)
     zk_admin.delete(root, recursive=True)
     left = sorted(set(zk_admin.get_children("/")) - before - {"zookeeper"})
     if left:
