@@ -48,6 +48,17 @@ def _children() -> dict[int, psutil.Process]:
     return out
 
 
+def _under_fixture_process(p: psutil.Process, me: int, before: dict) -> bool:
+    """Whether an ancestor below pytest existed before the test or is a session fixture's
+    (a Spark JVM's Python workers, a session ZooKeeper): the test did not start it."""
+    q = p.parent()
+    while q is not None and q.pid != me:
+        if q.pid in before or q.pid in SESSION_PIDS:
+            return True
+        q = q.parent()
+    return False
+
+
 def _describe(p: psutil.Process) -> str:
     try:
         return f"pid {p.pid} ({' '.join(p.cmdline())[:200] or p.name()})"
@@ -68,10 +79,11 @@ def no_leaks():
 
     def new_procs() -> list[psutil.Process]:
         out = []
+        me = os.getpid()
         for pid, p in _children().items():
             try:
-                if pid in SESSION_PIDS or p.ppid() in SESSION_PIDS:
-                    continue  # a session fixture's server, possibly started during this test
+                if pid in SESSION_PIDS or _under_fixture_process(p, me, procs_before):
+                    continue  # a fixture's server, or what a fixture's long-lived process started
                 if procs_before.get(pid) != p.create_time():
                     out.append(p)
             except psutil.NoSuchProcess:
@@ -79,8 +91,11 @@ def no_leaks():
         return out
 
     def new_threads() -> list[threading.Thread]:
+        # _DummyThread: a thread started outside Python (e.g. the JVM calling back through py4j)
+        # that Python only sees once it runs Python code; it never "ends" from Python's view.
         return [t for t in threading.enumerate()
-                if t not in threads_before and t not in SESSION_THREADS and t.is_alive()]
+                if t not in threads_before and t not in SESSION_THREADS and t.is_alive()
+                and not isinstance(t, threading._DummyThread)]
 
     deadline = time.monotonic() + _LEAK_GRACE_SECS
     while (new_procs() or new_threads()) and time.monotonic() < deadline:
