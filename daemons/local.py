@@ -250,7 +250,10 @@ class LocalCluster:
         return list(self._get(name).died)
 
     def is_idle(self, name: str) -> bool:
-        return all(w.is_idle() for w in self._get(name).workers)
+        """No tuple queued in any worker, nor in transit between workers (the hub's inboxes,
+        which no worker's backlog counts)."""
+        workers = self._get(name).workers
+        return all(w.is_idle() for w in workers) and not any(self._hub.queued(w.address) for w in workers)
 
     def is_prepared(self, name: str) -> bool:
         """True once every executor opened/prepared (only happens while active)."""

@@ -104,25 +104,11 @@ class CompleteTopologyResult:
 _names = itertools.count(1)
 
 
-def _in_flight(cluster: LocalCluster, name: str) -> int:
-    """Payloads sent by one worker and not yet taken by the receiving one: they sit in the
-    in-process hub's inboxes, which no worker's backlog counts."""
-    hub = getattr(cluster, "_hub", None)  # LocalCluster's transport between its workers
-    if hub is None:
-        return 0
-    total = 0
-    for worker in cluster.workers(name):
-        inbox = hub.inbox(worker.address)
-        if inbox is not None:
-            total += len(inbox.items)
-    return total
-
-
 def _quiet_snapshot(cluster: LocalCluster, name: str, emitted: dict) -> tuple | None:
     """None while anything is queued or in flight; otherwise the counters that change when a
     tuple moves (compared between polls, so that a batch in a thread's hands at one poll shows
     up as a change at the next)."""
-    if not cluster.is_prepared(name) or not cluster.is_idle(name) or _in_flight(cluster, name):
+    if not cluster.is_prepared(name) or not cluster.is_idle(name):
         return None
     stats = cluster.component_stats(name)
     counters = tuple(sorted((comp, s.get("emitted"), s.get("transferred"), s.get("acked"), s.get("failed"))

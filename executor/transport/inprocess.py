@@ -90,6 +90,11 @@ class InProcessHub:
                 del self._inboxes[address]
         inbox.close()
 
+    def queued(self, address: Address) -> int:
+        """Payloads sent to `address` and not taken by its receiver yet."""
+        inbox = self._inboxes.get(address)
+        return 0 if inbox is None else len(inbox.items)
+
     def inbox(self, address: Address) -> _Inbox | None:
         return self._inboxes.get(address)  # a dict read: atomic, no lock on the send path
 
