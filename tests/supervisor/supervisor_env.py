@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import psutil
+from testutil import wait_until
 
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
@@ -211,3 +212,9 @@ def kill_workers_of(local_dir: Path) -> None:
             pass
         except psutil.AccessDenied:
             pass
+
+
+def rounds(sup, n: int) -> None:
+    """Wait until sync-processes has run `n` more times (no fixed sleeps)."""
+    target = sup._processes_thread.runs + n
+    wait_until(lambda: sup._processes_thread.runs >= target, 30, f"{n} sync-processes rounds")

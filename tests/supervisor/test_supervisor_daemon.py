@@ -11,11 +11,11 @@ import time
 
 import pytest
 from supervisor_env import (
-    Env,
     failing_command,
     free_ports,
     pid_alive,
     records_on_disk,
+    rounds,
     running_workers,
     slots_running,
 )
@@ -27,17 +27,6 @@ from daemons.supervisor.slot import SlotPhase
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
 
 
-@pytest.fixture
-def env(zk_conf, tmp_path):
-    e = Env(zk_conf, tmp_path)
-    yield e
-    e.close()
-
-
-def _rounds(sup, n: int) -> None:
-    """Wait until sync-processes has run `n` more times (no fixed sleeps)."""
-    target = sup._processes_thread.runs + n
-    wait_until(lambda: sup._processes_thread.runs >= target, 30, f"{n} sync-processes rounds")
 
 
 def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
@@ -50,7 +39,7 @@ def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
     before = running_workers(sup.conf)
     assert sorted(before) == ports[:3]
     assert len({pid for _, pid in before.values()}) == 3
-    _rounds(sup, 4)
+    rounds(sup, 4)
     assert running_workers(sup.conf) == before
     assert sup.launches == 3
     assert sup.slot_states()[ports[3]].phase is SlotPhase.EMPTY
@@ -77,7 +66,7 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
     wait_until(lambda: ports[0] in running_workers(sup.conf) and running_workers(sup.conf)[ports[0]][0] != stuck_wid,
                60, "a replacement worker heartbeating")
     wait_until(lambda: slots_running(sup, ports), 30, "both slots RUNNING again")
-    _rounds(sup, 3)
+    rounds(sup, 3)
     after = running_workers(sup.conf)
     assert after[ports[1]] == before[ports[1]]  # the other slot was never touched
     assert sup.launches == 3  # two, plus exactly one relaunch
@@ -111,7 +100,7 @@ def test_two_supervisors_two_topologies_and_a_kill_leaves_the_other_topology_alo
     gone = [running_workers(sup_a.conf)[ports_a[0]][1], running_workers(sup_b.conf)[ports_b[0]][1]]
     env.unassign(t1)  # what Nimbus does once a kill's wait is over
     wait_until(lambda: not any(pid_alive(p) for p in gone), 30, "topology one's workers to exit")
-    _rounds(sup_a, 2)
+    rounds(sup_a, 2)
     assert running_workers(sup_a.conf) == {ports_a[1]: keep_a}
     assert running_workers(sup_b.conf) == {ports_b[1]: keep_b}
     assert sup_a.launches == sup_b.launches == 2
@@ -143,9 +132,9 @@ def test_conflicting_assignments_do_not_crash_it_and_resolve_after_a_rebalance(e
     wait_until(lambda: slots_running(sup, [ports[1]]), 60, "the unconflicted slot RUNNING")
     # Port 0 is left alone: whatever it ran when the conflict appeared (topology one's worker,
     # if the supervisor saw that assignment first, or nothing) stays as it is.
-    _rounds(sup, 2)
+    rounds(sup, 2)
     held = sup.slot_states()[ports[0]]
-    _rounds(sup, 3)
+    rounds(sup, 3)
     assert sup.slot_states()[ports[0]] == held
     assert held.assignment is None or held.assignment.storm_id == t1
     assert sup.status.value == "running"

@@ -15,6 +15,7 @@ from supervisor_env import (
     free_ports,
     pid_alive,
     records_on_disk,
+    rounds,
     running_workers,
     slots_running,
     supervisor_id_on_disk,
@@ -30,16 +31,6 @@ from daemons.supervisor.worker_state import WorkerRecord
 pytestmark = [pytest.mark.timeout(150), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
 
 
-@pytest.fixture
-def env(zk_conf, tmp_path):
-    e = Env(zk_conf, tmp_path)
-    yield e
-    e.close()
-
-
-def _rounds(sup, n: int) -> None:
-    target = sup._processes_thread.runs + n
-    wait_until(lambda: sup._processes_thread.runs >= target, 30, f"{n} sync-processes rounds")
 
 
 def _fresh_heartbeats_after(conf, moment: float, ports) -> bool:
@@ -70,7 +61,7 @@ def test_stopping_the_supervisor_leaves_workers_running_and_a_restart_adopts_the
     again = env.supervisor(conf)
     assert again.supervisor_id == sup.supervisor_id
     wait_until(lambda: slots_running(again, ports), 30, "the workers adopted (RUNNING)")
-    _rounds(again, 3)
+    rounds(again, 3)
     assert running_workers(conf) == before
     assert again.launches == 0
 
@@ -125,7 +116,7 @@ def test_a_recorded_pid_now_owned_by_another_process_is_never_signalled(env):
         sup = env.supervisor(conf)
         assert sup.supervisor_id == "sup-stale"
         wait_until(lambda: slots_running(sup, ports), 60, "a fresh worker RUNNING on the port")
-        _rounds(sup, 2)
+        rounds(sup, 2)
         assert other.poll() is None  # never signalled
         assert not local_layout.worker_root(conf, stale.worker_id).exists()
         assert sup.slot_states()[ports[0]].worker_id != stale.worker_id
@@ -146,14 +137,14 @@ def test_zookeeper_restart_while_workers_run_kills_nothing_and_the_supervisor_re
         wait_until(lambda: slots_running(sup, ports), 60, "two RUNNING slots")
         before = running_workers(sup.conf)
         server.stop()
-        _rounds(sup, 5)
+        rounds(sup, 5)
         down_for = time.time()
         wait_until(lambda: _fresh_heartbeats_after(sup.conf, down_for, ports), 20, "workers heartbeating")
         assert running_workers(sup.conf) == before and slots_running(sup, ports)
         server.start()
         wait_until(lambda: (info := env.cluster.supervisor_info(sup.supervisor_id)) is not None
                    and info.time_secs > down_for, 60, "the supervisor registered again")
-        _rounds(sup, 3)
+        rounds(sup, 3)
         assert running_workers(sup.conf) == before
         assert sup.launches == 2
         assert all(pid_alive(pid) for _, pid in before.values())
