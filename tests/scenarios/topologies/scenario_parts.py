@@ -200,3 +200,43 @@ class ModuloGrouping:
 
     def choose_tasks(self, task_id, values):
         return [self.targets[values[1] % len(self.targets)]]
+
+
+class PassBolt(_RecordingBolt):
+    """Passes every input on (anchored), then acks it; records inputs ("got") and ticks ("tick")."""
+
+    def __init__(self, fields=("value",), tick_secs=0.1):
+        self.fields = list(fields)
+        self.tick_secs = tick_secs
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": self.tick_secs}
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(self.fields)
+
+    def execute(self, tup):
+        if tup.is_tick():
+            self.rec.record("tick")
+            return
+        self.rec.record("got", values=list(tup.values))
+        self.collector.emit(list(tup.values), anchors=tup)
+        self.collector.ack(tup)
+
+
+class GateBolt(_RecordingBolt):
+    """Blocks in execute (its executor thread stalls) until the test releases it, then acks
+    everything; records every input ("got") on arrival."""
+
+    MAX_BLOCK_SECS = 120  # bounded: a test that never opens the gate still ends
+
+    def prepare(self, conf, context, collector):
+        super().prepare(conf, context, collector)
+        self.component = context.this_component_id
+
+    def execute(self, tup):
+        self.rec.record("got", values=list(tup.values))
+        deadline = time.monotonic() + self.MAX_BLOCK_SECS
+        while not self.rec.released(self.component) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the gate: polled until the test's control file opens it
+        self.collector.ack(tup)
