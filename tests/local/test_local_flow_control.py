@@ -147,6 +147,8 @@ class TickCountingPass(PassBolt):
         super().execute(tup)
 
 
+# Looks inside the in-process executor (its pending emits); the same behaviour seen from the
+# components, on LocalCluster and on a dev cluster: tests/scenarios/test_ticks.py.
 def test_back_pressured_executors_keep_processing_ticks_and_timeouts_fire():
     shared = Shared()
     shared.gate = threading.Event()
