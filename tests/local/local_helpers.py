@@ -115,7 +115,3 @@ class ReplayingSpout(Spout):
     @staticmethod
     def count(shared: Shared, kind: str) -> int:
         return sum(1 for e in list(shared.events) if e[0] == kind)
-
-
-def acker_processed(cluster, name: str) -> int:
-    return cluster.component_stats(name).get("__acker", {}).get("executed", 0)

@@ -1,4 +1,6 @@
-"""Flow control under load: stream cycles, timeouts while back-pressured, byte-bounded queues."""
+"""Flow control under load: stream cycles, timeouts while back-pressured, byte-bounded queues, the
+spout executor's pending map under max spout pending. These inspect in-process executors, so
+they stay local; tests/scenarios checks the behaviour on both LocalCluster and a dev cluster."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import logging
 import threading
 
 import pytest
-from local_helpers import Shared, poll
+from local_helpers import HoldBolt, ReplayingSpout, Shared, poll
 
 from daemons.local import LocalCluster
 from executor.api import Bolt, Spout, TopologyBuilder
@@ -215,3 +217,35 @@ def test_queues_are_bounded_in_bytes_for_large_tuples():
         # An empty queue takes any one batch; after that the byte bound holds.
         assert 0 < most <= byte_bound + 2 * (tuple_bytes + 1024), most
         assert cluster.died("bytes") == []
+
+
+def test_spout_executor_pending_map_never_exceeds_max_spout_pending():
+    # The executor's own counters (emitted, its pending map) at every step; what the spout sees
+    # (acks, emits) is tests/scenarios/test_acking.py::test_max_spout_pending_is_never_exceeded.
+    shared, hold = Shared(), Shared()
+    limit = 3
+    b = TopologyBuilder()
+    b.set_spout("spout", ReplayingSpout(shared))
+    b.set_bolt("h", HoldBolt(hold)).shuffle_grouping("spout")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("msp", {"topology.max.spout.pending": limit}, b.create_topology())
+        for i in range(10):
+            shared.commands.append((i, [i]))
+        poll(lambda: len(hold.held) == limit, message="limit reached")
+        spout_ex = [ex for w in cluster.workers("msp") for ex in w.executors if ex.component_id == "spout"][0]
+        # The spout keeps looping while at the limit (it goes on to process the acks below) but
+        # emits nothing more: at every step, emitted - acked stays within the limit.
+        assert spout_ex.emitted == limit and spout_ex.pending.size() == limit
+        acked = 0
+        while acked < 10:
+            held_now = len(hold.held)
+            assert held_now - acked <= limit
+            assert spout_ex.emitted - ReplayingSpout.count(shared, "ack") <= limit
+            hold.run(lambda c, held, k=acked, n=held_now: [c.ack(t) for t in held[k:n]])
+            poll(lambda n=held_now: ReplayingSpout.count(shared, "ack") >= n, message="acks")
+            acked = held_now
+            assert spout_ex.pending.size() <= limit
+            assert spout_ex.emitted - ReplayingSpout.count(shared, "ack") <= limit
+            if acked < 10:
+                poll(lambda a=acked: len(hold.held) > a, message="spout to refill up to the limit")
+        assert len(hold.held) == 10

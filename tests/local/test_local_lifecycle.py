@@ -1,4 +1,5 @@
-"""LocalCluster lifecycle: activation, ticks, back-pressure, errors, validation, helpers."""
+"""LocalCluster lifecycle: activation, back-pressure, errors, validation, helpers. (Ticks, acking
+and groupings run on LocalCluster and on a dev cluster in tests/scenarios.)"""
 
 import collections
 import threading
@@ -62,40 +63,6 @@ def test_inactive_topology_opens_no_spout_until_activated_and_deactivate_stops_n
         between = kinds[kinds.index("deactivate"):second]
         assert "ack" in between and "next_tuple" not in between, between
         assert kinds.count("activate") == 2 and "next_tuple" in kinds[second:]
-
-
-class TickRecorder(Bolt):
-    def __init__(self, shared):
-        self.shared = shared
-
-    def prepare(self, conf, context, collector):
-        self.collector = collector
-
-    def execute(self, tup):
-        if tup.is_tick():
-            self.shared.events.append((tup.source_component, tup.source_stream, time.monotonic(),
-                                       tup.values[0]))
-        self.collector.ack(tup)
-
-
-@pytest.mark.parametrize("level", ["topology", "component"])
-def test_tick_tuples_arrive_at_the_configured_frequency(level):
-    shared = Shared()
-    b = TopologyBuilder()
-    b.set_spout("spout", FeederSpout(["v"]))
-    d = b.set_bolt("ticks", TickRecorder(shared)).shuffle_grouping("spout")
-    conf = {}
-    if level == "component":
-        d.add_configuration("topology.tick.tuple.freq.secs", 0.2)
-    else:
-        conf["topology.tick.tuple.freq.secs"] = 0.2
-    with LocalCluster() as cluster:
-        cluster.submit_topology("ticks", conf, b.create_topology())
-        poll(lambda: len(shared.events) >= 4, message="four ticks")
-    # behaviour, not timing: repeated system ticks carrying the configured interval, and only
-    # to the component configured for them (the spout gets none: FeederSpout records nothing)
-    assert {(e[0], e[1]) for e in shared.events} == {("__system", "__tick")}
-    assert {e[3] for e in shared.events} == {0.2}
 
 
 class FastSpout(Spout):

@@ -1,0 +1,14 @@
+"""400 messages through a bolt with ticks into a bolt that blocks until the test opens it, with
+tiny queues (so everything upstream of the gate fills) and a 1 s message timeout; the spout
+replays what fails."""
+from scenario_parts import GateBolt, IdSpout, PassBolt
+
+from executor.api import TopologyBuilder
+
+b = TopologyBuilder()
+b.set_spout("numbers", IdSpout([[n, [n]] for n in range(400)], replay=True))
+b.set_bolt("pass", PassBolt()).shuffle_grouping("numbers")
+b.set_bolt("gate", GateBolt()).shuffle_grouping("pass")
+topology = b.create_topology()
+config = {"topology.workers": 2, "topology.executor.receive.buffer.size": 8, "topology.producer.batch.size": 2,
+          "topology.message.timeout.secs": 1}

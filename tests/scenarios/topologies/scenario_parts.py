@@ -1,0 +1,242 @@
+"""Components of the scenario topologies. They record what happened as JSON lines in files under
+the directory named by the topology config key `scenario.results.dir`, one file per task
+(`{component}-{task}.jsonl`), so the test reads the same records whether the tasks ran in this
+process (LocalCluster) or in worker processes of a dev cluster. Every record carries
+`time.monotonic_ns()`: one clock for every process of the machine, so records of different
+processes can be ordered (never timed).
+
+The test steers held tuples through control files: `control/release-{component}` holds how
+many of the tuples the component is holding (in arrival order) it may now process."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from executor.api import BasicBolt, Bolt, Spout
+
+RESULTS_KEY = "scenario.results.dir"
+
+
+class Recorder:
+    """Appends one JSON line per record to this task's file (open, write, close: a record is on
+    disk when record() returns, and no descriptor outlives it)."""
+
+    def __init__(self, conf, context):
+        self.root = conf[RESULTS_KEY]
+        self.base = {"component": context.this_component_id, "task": context.this_task_id}
+        self.path = os.path.join(self.root, f"{context.this_component_id}-{context.this_task_id}.jsonl")
+        self.record("start", port=context.this_worker_port, pid=os.getpid())
+
+    def record(self, kind, **data):
+        line = json.dumps({**self.base, "kind": kind, "t": time.monotonic_ns(), **data}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())  # one write per line: readers never see half a record
+        finally:
+            os.close(fd)
+
+    def released(self, component):
+        """How many held tuples the test allows `component` to process (0 before any release)."""
+        try:
+            with open(os.path.join(self.root, "control", f"release-{component}")) as f:
+                return int(f.read() or 0)
+        except FileNotFoundError:
+            return 0
+
+
+class IdSpout(Spout):
+    """Emits `messages` ([msg_id, values] pairs) once each, in order, with their ids; a failed
+    one is recorded and, with `replay`, emitted again. Records every emit with the number of
+    its messages then pending (emitted, neither acked nor failed), every ack and fail."""
+
+    def __init__(self, messages, fields=("value",), replay=False):
+        self.messages = [(m[0], list(m[1])) for m in messages]
+        self.fields = list(fields)
+        self.replay = replay
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(self.fields)
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+        self.todo = list(self.messages)
+        self.payloads = dict(self.messages)
+        self.pending = set()
+
+    def next_tuple(self):
+        if not self.todo:
+            return
+        msg_id, values = self.todo.pop(0)
+        self.pending.add(msg_id)
+        self.rec.record("emit", id=msg_id, pending=len(self.pending))
+        self.collector.emit(values, msg_id=msg_id)
+
+    def ack(self, msg_id):
+        self.pending.discard(msg_id)
+        self.rec.record("ack", id=msg_id)
+
+    def fail(self, msg_id):
+        self.pending.discard(msg_id)
+        self.rec.record("fail", id=msg_id)
+        if self.replay:
+            self.todo.append((msg_id, self.payloads[msg_id]))
+
+
+class _RecordingBolt(Bolt):
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+
+
+class Sink(_RecordingBolt):
+    """Records every input ("got": values, source, stream) and every tick ("tick"); acks all."""
+
+    def execute(self, tup):
+        kind = "tick" if tup.is_tick() else "got"
+        self.rec.record(kind, values=list(tup.values), source=tup.source_component,
+                        source_task=tup.source_task, stream=tup.source_stream)
+        self.collector.ack(tup)
+
+
+class HoldBolt(_RecordingBolt):
+    """Holds every input ("held") until the test releases it (control file, checked on ticks),
+    then processes it by `action`:
+      "ack":       fails it if its first value is in `fail_values`, else acks it;
+      "aggregate": emits the sum of the first values of the released batch anchored to all of
+                   them, then acks them;
+      "twice":     emits [first value + "'"] anchored twice to the same input, then acks it.
+    Records "acked", "failed" and "emitted" (before the ack/fail/emit call it describes)."""
+
+    def __init__(self, action="ack", fail_values=(), fields=("value",), tick_secs=0.05):
+        self.action = action
+        self.fail_values = list(fail_values)
+        self.fields = list(fields)
+        self.tick_secs = tick_secs
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": self.tick_secs}
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(self.fields)
+
+    def prepare(self, conf, context, collector):
+        super().prepare(conf, context, collector)
+        self.component = context.this_component_id
+        self.held = []
+        self.done = 0
+
+    def execute(self, tup):
+        if not tup.is_tick():
+            self.held.append(tup)
+            self.rec.record("held", values=list(tup.values))
+            return
+        allowed = self.rec.released(self.component)
+        if allowed > self.done:
+            batch = self.held[self.done:allowed]
+            self.done += len(batch)
+            self._process(batch)
+
+    def _process(self, batch):
+        c = self.collector
+        if self.action == "aggregate" and batch:
+            total = sum(t.values[0] for t in batch)
+            self.rec.record("emitted", values=[total])
+            c.emit([total], anchors=batch)
+        for t in batch:
+            if self.action == "twice":
+                out = [f"{t.values[0]}'"]
+                self.rec.record("emitted", values=out)
+                c.emit(out, anchors=[t, t])
+            if t.values[0] in self.fail_values:
+                self.rec.record("failed", values=list(t.values))
+                c.fail(t)
+            else:
+                self.rec.record("acked", values=list(t.values))
+                c.ack(t)
+
+
+class DropFirst(_RecordingBolt):
+    """Neither acks nor fails the first delivery of each value (so it times out); acks the
+    replays. Records every delivery ("got")."""
+
+    def prepare(self, conf, context, collector):
+        super().prepare(conf, context, collector)
+        self.seen = set()
+
+    def execute(self, tup):
+        v = tup.values[0]
+        self.rec.record("got", values=list(tup.values))
+        if v in self.seen:
+            self.collector.ack(tup)
+        else:
+            self.seen.add(v)
+
+
+class Router(BasicBolt):
+    """Re-emits every (key, n) on its direct stream to `target`'s task n % len(tasks)."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["task", "n"], stream="direct", direct=True)
+
+    def prepare(self, conf, context):
+        self.targets = context.component_tasks(self.target)
+
+    def execute(self, tup, collector):
+        task = self.targets[tup.values[1] % len(self.targets)]
+        collector.emit_direct(task, [task, tup.values[1]], stream="direct")
+
+
+class ModuloGrouping:
+    """Custom grouping: the target task at index n % len(targets) (n: the second value)."""
+
+    def prepare(self, context, stream, targets):
+        self.targets = sorted(targets)
+
+    def choose_tasks(self, task_id, values):
+        return [self.targets[values[1] % len(self.targets)]]
+
+
+class PassBolt(_RecordingBolt):
+    """Passes every input on (anchored), then acks it; records inputs ("got") and ticks ("tick")."""
+
+    def __init__(self, fields=("value",), tick_secs=0.1):
+        self.fields = list(fields)
+        self.tick_secs = tick_secs
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": self.tick_secs}
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(self.fields)
+
+    def execute(self, tup):
+        if tup.is_tick():
+            self.rec.record("tick")
+            return
+        self.rec.record("got", values=list(tup.values))
+        self.collector.emit(list(tup.values), anchors=tup)
+        self.collector.ack(tup)
+
+
+class GateBolt(_RecordingBolt):
+    """Blocks in execute (its executor thread stalls) until the test releases it, then acks
+    everything; records every input ("got") on arrival."""
+
+    MAX_BLOCK_SECS = 120  # bounded: a test that never opens the gate still ends
+
+    def prepare(self, conf, context, collector):
+        super().prepare(conf, context, collector)
+        self.component = context.this_component_id
+
+    def execute(self, tup):
+        self.rec.record("got", values=list(tup.values))
+        deadline = time.monotonic() + self.MAX_BLOCK_SECS
+        while not self.rec.released(self.component) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the gate: polled until the test's control file opens it
+        self.collector.ack(tup)
