@@ -1,38 +1,61 @@
-"""LocalCluster: runs topologies in this process, workers as in-process units.
+"""LocalCluster: a whole cluster in this process, on the distributed daemons' own code.
 
-Each topology gets `topology.workers` workers; executors are spread over them by the same
-scheduling function nimbus uses, and tuples between workers go through an in-process
-transport as serialized batches, exactly as they would over ZeroMQ. The seams that the
-distributed daemons replace are the worker launcher (`_launch_worker`), the transport
-(`InProcessHub`) and the topology records held here.
+Nimbus (`daemons.nimbus`, without its RPC server) validates, schedules and runs the topology
+state machine (kill, activate, deactivate, rebalance); a supervisor (`daemons.supervisor`) follows
+the assignments and launches workers, which are `WorkerProcess` itself run as threads here; all
+of them share an in-memory cluster state in place of ZooKeeper, and tuples between workers go
+through an in-process transport as serialized batches, exactly as they would over ZeroMQ. What
+is local is only `daemons.inprocess`: a code store of live topology objects, the in-process
+launcher and the worker's runtime.
+
+The calls block until the cluster caught up (a submitted topology's workers are running, a
+killed topology's workers are stopped, a rebalanced topology runs its new assignment), so that
+LocalCluster's callers see the same synchronous API as before the daemons existed.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Callable
 
-from cluster_state.config import ConfigError, default_config, merge_configs, validate_config
-from daemons.nimbus.scheduler import SupervisorSlots, TopologyRequest, schedule
-from executor.base import TopologyStatus
-from executor.errors import AlreadyAliveError, ComponentError, InvalidTopologyError, NotAliveError
-from executor.layout import TopologyLayout, compute_layout, num_ackers
+from cluster_state.config import default_config, validate_config
+from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.memory import InMemoryStore
+from cluster_state.records import STATUS_ACTIVE
+from daemons.inprocess.code import LiveCode, LiveCodeStore, LiveSupervisorCode
+from daemons.inprocess.workers import InProcessLauncher, InProcessRuntime, TopologyHooks
+from daemons.nimbus.daemon import Nimbus
+from daemons.supervisor.daemon import Supervisor
+from executor.errors import ComponentError, InvalidTopologyError, NotAliveError
+from executor.layout import TopologyLayout
+from executor.lifecycle import Status
 from executor.stats import merge_stats
 from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
-from executor.worker import Worker, WorkerEvents, WorkerSpec
-from executor.worker_plan import task_addresses
+from executor.worker import Worker
 
 log = logging.getLogger(__name__)
 
 _MAX_ERRORS = 1000  # error records kept per topology
-
+_HOST = "localhost"
 _FIRST_PORT = 6700
+_SLOTS = 64             # the local supervisor's slots: ports are names here, nothing binds them
+_CATCH_UP_SECS = 60.0   # how long a call waits for the daemons to carry it out
+_POLL_SECS = 0.01
+
+# Daemon timings of a cluster in one process: a worker that stops heartbeating is stuck (no
+# slow network or loaded host to allow for), and state changes reach workers at once.
+_LOCAL_DAEMON_CONF = {
+    "storm.local.hostname": _HOST,
+    "supervisor.slots.ports": [_FIRST_PORT + i for i in range(_SLOTS)],
+    "supervisor.worker.shutdown.sleep.secs": 1,
+}
 
 
 @dataclass
@@ -45,18 +68,12 @@ class ErrorRecord:
 
 @dataclass
 class _Topology:
+    """What LocalCluster keeps about a topology beyond the cluster state: its run's reports."""
+
     name: str
     storm_id: str
-    topology: StormTopology
-    conf: dict
-    status: TopologyStatus
-    layout: TopologyLayout
-    num_workers: int
-    emit_listener: Any = None
-    workers: list[Worker] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     died: list[ComponentError] = field(default_factory=list)
-    launch_time: float = field(default_factory=time.time)
 
 
 class LocalCluster:
@@ -65,11 +82,30 @@ class LocalCluster:
         if daemon_conf:
             validate_config(daemon_conf, "LocalCluster config")
             self.conf.update(daemon_conf)
+        self._dir = tempfile.mkdtemp(prefix="storm-py-local-")
+        self.conf.update(_LOCAL_DAEMON_CONF)
+        self.conf["storm.local.dir"] = self._dir
         self._hub = InProcessHub(byte_capacity=int(self.conf["topology.executor.receive.buffer.bytes"]))
+        self._store = InMemoryStore()
+        self._code = LiveCodeStore()
+        self._launcher = InProcessLauncher(self.conf, InProcessRuntime(self._store, self._code, self._hub))
         self._topologies: dict[str, _Topology] = {}
         self._lock = threading.RLock()
-        self._ids = itertools.count(1)
         self._closed = False
+        self.nimbus = Nimbus(self.conf, cluster_factory=self._cluster_state, store=self._code, serve_rpc=False)
+        self.supervisor = Supervisor(self.conf, worker_launcher=self._launcher,
+                                     code=LiveSupervisorCode(self.conf, self._code),
+                                     cluster_factory=self._cluster_state)
+        try:
+            self.nimbus.start()
+            self.supervisor.start()
+            self._until(lambda: self._supervisor_known(), "the local supervisor to register with Nimbus")
+        except BaseException:
+            self._stop_daemons()
+            raise
+
+    def _cluster_state(self):
+        return mk_storm_cluster_state(self.conf, store=self._store)
 
     def __enter__(self) -> "LocalCluster":
         return self
@@ -80,7 +116,8 @@ class LocalCluster:
     # ---- topology lifecycle ----
     def submit_topology(self, name: str, conf: dict | None, topology: StormTopology,
                         initial_status: str = "active", *, emit_listener=None) -> str:
-        """Start a topology; returns its storm id. initial_status "inactive" opens no spout."""
+        """Start a topology; returns its storm id once its workers run. initial_status
+        "inactive" opens no spout."""
         if self._closed:
             raise RuntimeError("LocalCluster is shut down")
         validate_topology_name(name)
@@ -90,73 +127,35 @@ class LocalCluster:
                 f"got {type(topology).__name__}")
         if initial_status not in ("active", "inactive"):
             raise InvalidTopologyError(f"initial_status must be 'active' or 'inactive', got {initial_status!r}")
-        try:
-            storm_conf = merge_configs(self.conf, conf or {}, source=f"topology {name!r} config")
-        except ConfigError as exc:
-            raise InvalidTopologyError(str(exc)) from None
-        num_workers = int(storm_conf["topology.workers"])  # >= 1: the config schema checked it
-        # Fix the acker task count at submit so a rebalance keeps task ids stable.
-        storm_conf["topology.acker.executors"] = num_ackers(storm_conf, num_workers)
-        storm_conf["topology.name"] = name
         with self._lock:
-            if name in self._topologies:
-                raise AlreadyAliveError(f"topology {name!r} is already running")
-            storm_id = f"{name}-{next(self._ids)}-{int(time.time())}"
-            storm_conf["storm.id"] = storm_id
-            layout = compute_layout(topology, storm_conf, num_workers)
-            rec = _Topology(name, storm_id, topology, storm_conf, TopologyStatus(initial_status == "active"),
-                            layout, num_workers, emit_listener)
+            rec = _Topology(name, "")
+            hooks = TopologyHooks(self._error_hook(rec), self._died_hook(rec), emit_listener)
+            # Nimbus's own submit: validation, the conf merge, the storm base, the assignment.
+            storm_id = self._core.submit_code(name, topology.structure, conf or {}, LiveCode(topology, hooks),
+                                              initial_status)
+            rec.storm_id = storm_id
             self._topologies[name] = rec
-            try:
-                self._start_workers(rec)
-            except Exception:
-                self._topologies.pop(name, None)
-                self._stop_workers(rec)
-                raise
-        log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
+        self._until(lambda: self._caught_up(storm_id), f"the workers of topology {name!r} to start")
         return storm_id
 
-    def _start_workers(self, rec: _Topology) -> None:
-        # Nimbus's scheduler over one local "supervisor" with a slot per worker; the in-process
-        # addresses carry the storm id, so topologies never share an inbox.
-        executors = tuple(ex for _c, ex in rec.layout.all_executors())
-        ports = tuple(_FIRST_PORT + i for i in range(rec.num_workers))
-        slots = schedule([TopologyRequest(rec.storm_id, executors, rec.num_workers)],
-                         [SupervisorSlots("local", "localhost", ports)])[rec.storm_id]
-        address = {slot: ("localhost", slot[1], rec.storm_id) for slot in set(slots.values())}
-        task_address = task_addresses(slots, address.__getitem__)
-        by_slot: dict = {}
-        for ex, slot in slots.items():
-            by_slot.setdefault(address[slot], []).append(ex)
-        for addr, execs in sorted(by_slot.items()):
-            rec.workers.append(self._launch_worker(rec, addr, sorted(execs), task_address))
-        for w in rec.workers:
-            w.start()
+    @property
+    def _core(self):
+        return self.nimbus.core
 
-    def _launch_worker(self, rec: _Topology, slot, executors, task_address) -> Worker:
+    def _error_hook(self, rec: _Topology) -> Callable[[str, int, BaseException], None]:
         def on_error(component: str, task: int, exc: BaseException) -> None:
             if len(rec.errors) < _MAX_ERRORS:  # a component may report on every tuple
                 rec.errors.append(ErrorRecord(component, task, f"{type(exc).__name__}: {exc}", time.time()))
+        return on_error
 
-        spec = WorkerSpec(rec.storm_id, rec.conf, rec.layout, tuple(executors), slot, task_address, port=slot[1])
-        events = WorkerEvents(on_error, self._worker_died(rec), emit_listener=rec.emit_listener)
-        return Worker(spec, rec.topology, self._hub.transport(), rec.status, events)
-
-    def _worker_died(self, rec: _Topology):
-        def on_die(worker: Worker, err: ComponentError) -> None:
+    def _died_hook(self, rec: _Topology) -> Callable[[Worker, ComponentError], None]:
+        def on_died(worker: Worker, err: ComponentError) -> None:
             rec.died.append(err)
-            # The executor logged the error itself: here only what follows from it.
-            log.info("topology %s: stopping worker %s after its executor %s[%d] died", rec.name,
-                     worker.address, err.component_id, err.task_id)
-            # Stop the whole worker, as a dying executor takes its worker process down; not from
-            # the dying executor's own thread, which cannot join itself.
-            threading.Thread(target=worker.stop, name=f"stop-{worker.address}", daemon=True).start()
-        return on_die
-
-    def _stop_workers(self, rec: _Topology) -> None:
-        for w in reversed(rec.workers):
-            w.stop()
-        rec.workers = []
+            # The executor logged the error itself; its worker stops (as a worker process exits)
+            # and the supervisor starts it again.
+            log.info("topology %s: worker %s stops after its executor %s[%d] died", rec.name, worker.address,
+                     err.component_id, err.task_id)
+        return on_died
 
     def _get(self, name: str) -> _Topology:
         rec = self._topologies.get(name)
@@ -166,60 +165,109 @@ class LocalCluster:
 
     def kill_topology(self, name: str, wait_secs: float = 0) -> None:
         """Deactivate, wait wait_secs for in-flight tuples, then stop the workers."""
-        with self._lock:
-            rec = self._get(name)
-            rec.status.set_active(False)
-        if wait_secs and wait_secs > 0:
-            time.sleep(wait_secs)
+        rec = self._get(name)
+        self._core.kill(name, wait_secs)
+        self.nimbus.wake()
         with self._lock:
             self._topologies.pop(name, None)
-        self._stop_workers(rec)
+        self._until(lambda: self._gone(rec.storm_id), f"topology {name!r} to be removed and its workers stopped",
+                    extra=wait_secs or 0)
         log.info("killed topology %s", name)
 
     def activate(self, name: str) -> None:
-        self._get(name).status.set_active(True)
+        self._get(name)
+        self._core.activate(name)
+        self._until(lambda: self._spouts_active(name, True), f"the spouts of {name!r} to be activated")
 
     def deactivate(self, name: str) -> None:
-        self._get(name).status.set_active(False)
+        self._get(name)
+        self._core.deactivate(name)
+        self._until(lambda: self._spouts_active(name, False), f"the spouts of {name!r} to be deactivated")
 
     def rebalance(self, name: str, wait_secs: float = 0, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:
         """Redistribute a topology: optionally a new worker count and per-component executor counts
         (never more than the component's tasks). In-flight tuples are replayed by their spouts."""
-        with self._lock:
-            rec = self._get(name)
-            was_active = rec.status.active
-            for comp, n in (executors or {}).items():
-                if comp not in rec.layout.component_tasks:
-                    raise InvalidTopologyError(f"rebalance {name!r}: unknown component {comp!r}")
-                if not isinstance(n, int) or n < 1:
-                    raise InvalidTopologyError(f"rebalance {name!r}: executors for {comp!r} must be >= 1")
-            rec.status.set_active(False)
-        if wait_secs and wait_secs > 0:
-            time.sleep(wait_secs)
-        with self._lock:
-            self._stop_workers(rec)
-            if num_workers is not None:
-                if num_workers < 1:
-                    raise InvalidTopologyError(f"rebalance {name!r}: num_workers must be >= 1")
-                rec.num_workers = num_workers
-                rec.conf["topology.workers"] = num_workers
-            current = {c: len(es) for c, es in rec.layout.executors.items()}
-            current.update(executors or {})
-            rec.layout = compute_layout(rec.topology, rec.conf, rec.num_workers, current)
-            rec.status.set_active(was_active)
-            self._start_workers(rec)
-        log.info("rebalanced topology %s: %d workers", name, rec.num_workers)
+        rec = self._get(name)
+        self._core.rebalance(name, wait_secs, num_workers, executors)
+        self.nimbus.wake()
+        self._until(lambda: self._rebalanced(rec.storm_id), f"topology {name!r} to run its new assignment",
+                    extra=wait_secs or 0)
+        log.info("rebalanced topology %s", name)
 
     def shutdown(self) -> None:
+        if self._closed:
+            return
         with self._lock:
             names = list(self._topologies)
-        for name in names:
-            try:
-                self.kill_topology(name)
-            except NotAliveError:
-                pass
-        self._closed = True
+        try:
+            for name in names:
+                try:
+                    self.kill_topology(name)
+                except NotAliveError:
+                    pass
+        finally:
+            self._closed = True
+            self._stop_daemons()
+
+    def _stop_daemons(self) -> None:
+        self.supervisor.stop()
+        self.nimbus.stop()
+        self._launcher.stop_all()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    # ---- waiting for the daemons ----
+    def _until(self, done: Callable[[], bool], what: str, extra: float = 0) -> None:
+        deadline = time.monotonic() + _CATCH_UP_SECS + extra
+        while not done():
+            for daemon in (self.nimbus, self.supervisor):
+                if daemon.status is not Status.RUNNING:
+                    raise RuntimeError(f"LocalCluster: {daemon.name} is {daemon.status.value} "
+                                       f"({daemon.failure or 'stopped'}) while waiting for {what}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"LocalCluster: timed out after {_CATCH_UP_SECS + extra:.0f}s waiting for {what}")
+            time.sleep(_POLL_SECS)
+
+    def _supervisor_known(self) -> bool:
+        return self.supervisor.supervisor_id in self._core.cluster.all_supervisor_info()
+
+    def _running(self, storm_id: str) -> list:
+        return [p for p in self._launcher.processes(storm_id) if p.status is Status.RUNNING and p.worker is not None]
+
+    def _caught_up(self, storm_id: str) -> bool:
+        """Every slot of the assignment runs a worker with exactly its executors, and no other
+        worker of the topology runs."""
+        assignment = self._core.cluster.assignment_info(storm_id)
+        if assignment is None:
+            return False
+        wanted: dict[int, set] = {}
+        for executor, (_node, port) in assignment.executor_node_port.items():
+            wanted.setdefault(port, set()).add(executor)
+        running = self._running(storm_id)
+        have = {p.port: set(p.worker.executor_ids) for p in running}
+        return len(have) == len(running) and have == wanted
+
+    def _gone(self, storm_id: str) -> bool:
+        self.nimbus.wake()  # a kill's timer is served by Nimbus's monitor round
+        return (self._core.cluster.storm_base(storm_id) is None
+                and not any(p.status in (Status.STARTING, Status.RUNNING, Status.STOPPING)
+                            for p in self._launcher.processes(storm_id)))
+
+    def _rebalanced(self, storm_id: str) -> bool:
+        base = self._core.cluster.storm_base(storm_id)
+        if base is None:
+            raise NotAliveError(f"topology {storm_id} was removed while rebalancing")
+        if base.status == "rebalancing":
+            self.nimbus.wake()
+            return False
+        return self._caught_up(storm_id)
+
+    def _spouts_active(self, name: str, active: bool) -> bool:
+        rec = self._get(name)
+        base = self._core.cluster.storm_base(rec.storm_id)
+        if base is None or (base.status == STATUS_ACTIVE) != active:
+            return False
+        return all(p.topology_status.active == active for p in self._running(rec.storm_id))
 
     # ---- inspection ----
     def topology_names(self) -> list[str]:
@@ -228,16 +276,19 @@ class LocalCluster:
     def storm_id(self, name: str) -> str:
         return self._get(name).storm_id
 
+    def _workers(self, name: str) -> list[Worker]:
+        return [p.worker for p in self._running(self._get(name).storm_id)]
+
     def component_stats(self, name: str) -> dict[str, dict[str, float]]:
         by_comp: dict[str, list] = {}
-        for w in self._get(name).workers:
+        for w in self._workers(name):
             for comp, stats in w.component_stats().items():
                 by_comp.setdefault(comp, []).append(stats)
         return {comp: merge_stats(stats) for comp, stats in by_comp.items()}
 
     def spout_latencies(self, name: str) -> list[float]:
         out: list[float] = []
-        for w in self._get(name).workers:
+        for w in self._workers(name):
             for ex in w.executors:
                 if ex.kind == "spout":
                     out.extend(ex.latencies)
@@ -252,15 +303,16 @@ class LocalCluster:
     def is_idle(self, name: str) -> bool:
         """No tuple queued in any worker, nor in transit between workers (the hub's inboxes,
         which no worker's backlog counts)."""
-        workers = self._get(name).workers
+        workers = self._workers(name)
         return all(w.is_idle() for w in workers) and not any(self._hub.queued(w.address) for w in workers)
 
     def is_prepared(self, name: str) -> bool:
         """True once every executor opened/prepared (only happens while active)."""
-        return all(ex.prepared for w in self._get(name).workers for ex in w.executors)
+        return all(ex.prepared for w in self._workers(name) for ex in w.executors)
 
     def layout(self, name: str) -> TopologyLayout:
-        return self._get(name).layout
+        storm_id = self._get(name).storm_id
+        return self._core.layout(storm_id, self._core.cluster.storm_base(storm_id))
 
     def workers(self, name: str) -> list[Worker]:
-        return list(self._get(name).workers)
+        return self._workers(name)

@@ -1,4 +1,5 @@
-"""A worker process (distributed mode): one per assigned (supervisor, port).
+"""A worker (one per assigned supervisor and port): a process of its own in distributed mode,
+threads of LocalCluster's process in local mode (`ProcessRuntime` / daemons.inprocess).
 
 It imports the topology from the package its supervisor extracted (refusing to run, with the
 error recorded in ZooKeeper, when the structure it builds differs from the manifest), runs the
@@ -6,9 +7,10 @@ executors the assignment gives its slot behind a ZeroMQ transport, and keeps in 
 cluster:
 - a local heartbeat every `worker.heartbeat.frequency.secs` (for its supervisor) and a
   ZooKeeper heartbeat with per-executor stats every `task.heartbeat.frequency.secs` (for Nimbus);
-- its assignment re-read on every change (a one-shot callback that only wakes the refresh
-  thread, re-registered by the read) and every `task.refresh.poll.secs`: routes follow moved
-  tasks; spouts are active only while the storm base says active and every peer is connected;
+- its assignment and storm base re-read on every change (one-shot callbacks that only wake the
+  refresh thread, re-registered by the reads) and every `task.refresh.poll.secs`: routes follow
+  moved tasks; spouts are active only while the storm base says active and every peer is
+  connected (so activate, deactivate and kill reach the spouts at once);
 - component errors reported to ZooKeeper; a dying executor makes the process exit non-zero
   (its supervisor restarts it); SIGTERM stops it cleanly (exit 0).
 """
@@ -53,10 +55,46 @@ def topology_conf(supervisor_conf: Mapping[str, Any], code_dir: Path) -> dict[st
         return {**supervisor_conf, **json.load(f)}
 
 
+class ProcessRuntime:
+    """What a worker in a process of its own runs on: ZooKeeper, the package its supervisor
+    extracted, ZeroMQ. LocalCluster's in-process workers get a runtime with the same methods
+    (in-memory cluster state, live topology objects, the in-process transport)."""
+
+    write_pid = True
+
+    def cluster_state(self, conf: Mapping[str, Any]):
+        return mk_storm_cluster_state(conf, role=ROLE_TOPOLOGY)
+
+    def load_topology(self, storm_id: str, code_dir: Path):
+        manifest = load_manifest_file(code_dir / MANIFEST_NAME)
+        tf = load_topology_file(code_dir / manifest.topology_file)
+        built = tf.topology.structure.to_dict()
+        if built != manifest.structure_data:
+            differs = sorted(c for c in set(built["components"]) | set(manifest.structure_data["components"])
+                             if built["components"].get(c) != manifest.structure_data["components"].get(c))
+            raise InvalidTopologyError(
+                f"the topology built from {code_dir / manifest.topology_file} differs from its package "
+                f"manifest (components {', '.join(differs) or 'none'}; the code may depend on something "
+                f"that changed since it was packaged)")
+        return tf.topology
+
+    def transport(self, host: str):
+        from executor.transport.zmq import ZmqTransport
+
+        return ZmqTransport(bind_host=host)
+
+    def address(self, host: str, port: int, storm_id: str):
+        return (host, port)
+
+    def events(self, storm_id: str, on_error, on_died) -> WorkerEvents:
+        return WorkerEvents(on_error, on_died)
+
+
 class WorkerProcess(Service):
     def __init__(self, supervisor_conf: Mapping[str, Any], storm_id: str, supervisor_id: str, port: int,
-                 worker_id: str):
+                 worker_id: str, runtime: Any = None):
         super().__init__(f"worker-{port}")
+        self.runtime = runtime or ProcessRuntime()
         self.supervisor_conf = dict(supervisor_conf)
         self.storm_id = storm_id
         self.supervisor_id = supervisor_id
@@ -70,19 +108,20 @@ class WorkerProcess(Service):
     # ------------------------------------------------------------------ start
     def _on_start(self) -> None:
         conf = self.supervisor_conf
-        self._write_pid()
+        if self.runtime.write_pid:
+            self._write_pid()
         code_dir = local_layout.supervisor_stormdist(conf, self.storm_id)
         if not (code_dir / "stormconf.json").is_file():
             raise WorkerStartError(f"no code for topology {self.storm_id} in {code_dir}")
         self.conf = topology_conf(conf, code_dir)
-        self.cluster = mk_storm_cluster_state(self.conf, role=ROLE_TOPOLOGY)
+        self.cluster = self.runtime.cluster_state(self.conf)
         self.on_stop(self._disconnect, "ZooKeeper connection")
         try:
-            topology = self._load_topology(code_dir)
+            topology = self.runtime.load_topology(self.storm_id, code_dir)
         except InvalidTopologyError as exc:
             self._report("worker", f"worker {self.host}:{self.port} refused to start: {exc}")
             raise WorkerStartError(str(exc)) from None
-        base = self.cluster.storm_base(self.storm_id)
+        base = self.cluster.storm_base(self.storm_id, callback=self._assignment_changed)
         assignment = self.cluster.assignment_info(self.storm_id, callback=self._assignment_changed)
         if base is None or assignment is None:
             raise WorkerStartError(f"topology {self.storm_id} has no storm base or assignment (killed?)")
@@ -93,14 +132,13 @@ class WorkerProcess(Service):
                                    f"no executors")
         layout = compute_layout(topology.structure, self.conf, base.num_workers, base.component_executors)
         self.topology_status = TopologyStatus(False)
-        spec = WorkerSpec(self.storm_id, self.conf, layout, mine, (self.host, self.port),
+        spec = WorkerSpec(self.storm_id, self.conf, layout, mine,
+                          self.runtime.address(self.host, self.port, self.storm_id),
                           self._task_addresses(assignment), port=self.port)
-        from executor.transport.zmq import ZmqTransport
-
-        transport = ZmqTransport(bind_host=self.host)
+        transport = self.runtime.transport(self.host)
         self.on_stop(transport.close, "transport")
         self.worker = Worker(spec, topology, transport, self.topology_status,
-                             WorkerEvents(self._on_component_error, self._on_executor_died))
+                             self.runtime.events(self.storm_id, self._on_component_error, self._on_executor_died))
         self.worker.start()
         self.on_stop(self._stop_worker, "executors")
         self.start_child(PeriodicThread(f"worker-{self.port}-heartbeat", float(self.conf["worker.heartbeat.frequency.secs"]),
@@ -121,22 +159,11 @@ class WorkerProcess(Service):
         pids.mkdir(parents=True, exist_ok=True)
         (pids / str(os.getpid())).touch()
 
-    def _load_topology(self, code_dir: Path):
-        manifest = load_manifest_file(code_dir / MANIFEST_NAME)
-        tf = load_topology_file(code_dir / manifest.topology_file)
-        built = tf.topology.structure.to_dict()
-        if built != manifest.structure_data:
-            differs = sorted(c for c in set(built["components"]) | set(manifest.structure_data["components"])
-                             if built["components"].get(c) != manifest.structure_data["components"].get(c))
-            raise InvalidTopologyError(
-                f"the topology built from {code_dir / manifest.topology_file} differs from its package "
-                f"manifest (components {', '.join(differs) or 'none'}; the code may depend on something "
-                f"that changed since it was packaged)")
-        return tf.topology
-
     def _task_addresses(self, assignment) -> dict[int, tuple[str, int]]:
         hosts = assignment.node_host
-        return task_addresses(assignment.executor_node_port, lambda slot: (hosts.get(slot[0], slot[0]), slot[1]))
+        address = self.runtime.address
+        return task_addresses(assignment.executor_node_port,
+                              lambda slot: address(hosts.get(slot[0], slot[0]), slot[1], self.storm_id))
 
     # ------------------------------------------------------------------ running
     def _refresh_interval(self) -> float:
@@ -155,7 +182,8 @@ class WorkerProcess(Service):
     def _refresh_assignment(self) -> None:
         try:
             assignment = self.cluster.assignment_info(self.storm_id, callback=self._assignment_changed)
-            base = self.cluster.storm_base(self.storm_id)
+            # Watched too: activate/deactivate/kill reach the spouts now, not at the next poll.
+            base = self.cluster.storm_base(self.storm_id, callback=self._assignment_changed)
         except ClusterStateError as exc:
             log.warning("worker %s: cannot read the assignment now (%s); keeping the current one", self.port, exc)
             return

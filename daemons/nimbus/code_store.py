@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from executor.package import read_manifest
+from executor.structure import TopologyStructure
+
 log = logging.getLogger(__name__)
 
 PACKAGE_FILE = "stormjar.zip"
@@ -157,6 +160,10 @@ class CodeStore:
         if name not in DOWNLOADABLE:
             raise UploadError(f"no file {name!r} in a topology's code (one of {', '.join(DOWNLOADABLE)})")
         return self.topology_dir(storm_id) / name
+
+    def read_structure(self, storm_id: str, max_bytes: int) -> TopologyStructure:
+        """The topology's structure, from its package's manifest."""
+        return read_manifest(self.file_path(storm_id, PACKAGE_FILE), max_bytes=max_bytes).structure()
 
     def stored_ids(self) -> list[str]:
         if not self.dist.is_dir():

@@ -52,7 +52,7 @@ from daemons.nimbus.transitions import (
 )
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import ACKER_COMPONENT, TopologyLayout, compute_layout, num_ackers
-from executor.package import read_manifest, verify_package, without_secrets
+from executor.package import verify_package, without_secrets
 from executor.structure import TopologyStructure, validate_structure, validate_topology_name
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ class NimbusCore:
                 if base is None:
                     continue
                 if not self.store.has(storm_id):
-                    log.warning("topology %s (%s) has no code in %s: removing it", base.storm_name, storm_id,
-                                self.store.dist)
+                    log.warning("topology %s (%s) has no code in the code store: removing it",
+                                base.storm_name, storm_id)
                     self._remove(storm_id)
                     continue
                 self._apply(storm_id, Startup())
@@ -106,35 +106,41 @@ class NimbusCore:
                overrides: Mapping[str, Any] | None = None) -> str:
         """Validate and install a verified upload, write its storm base and assign it."""
         validate_topology_name(name)
-        if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
-            raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
         try:
             # Every file's digest checked now: a damaged package is refused at submit, not at a supervisor.
             manifest = verify_package(package, max_bytes=int(self.conf["storm.package.max.bytes"]))
-            structure = manifest.structure()
-            validate_structure(structure)
-            with self.lock:
-                if self._id_of(name) is not None:
-                    raise AlreadyAliveError(f"topology {name!r} is already running")
-                now = self.clock()
-                storm_id = f"{name}-{next(self._counter)}-{int(now)}"
-                conf = self._topology_conf(name, storm_id, manifest.conf, overrides or {})
-                num_workers = int(conf["topology.workers"])
-                layout = compute_layout(structure, conf, num_workers)
-                self.store.install(storm_id, package, conf)
-                self._meta[storm_id] = _Topology(structure, conf)
-                base = StormBase(storm_name=name, launch_time_secs=int(now), status=initial_status,
-                                 num_workers=num_workers,
-                                 component_executors={c: len(e) for c, e in layout.executors.items()})
-                try:
-                    self.cluster.setup_heartbeats(storm_id)
-                    self.cluster.activate_storm(storm_id, base)
-                    self.mk_assignments()
-                except BaseException:
-                    self._remove(storm_id)
-                    raise
+            return self.submit_code(name, manifest.structure(), manifest.conf, package, initial_status, overrides)
         finally:
             package.unlink(missing_ok=True)
+
+    def submit_code(self, name: str, structure: TopologyStructure, submitted_conf: Mapping[str, Any], code: Any,
+                    initial_status: str = STATUS_ACTIVE, overrides: Mapping[str, Any] | None = None) -> str:
+        """Validate a topology, install its `code` (what the store keeps: a package file, or
+        LocalCluster's live objects), write its storm base and assign it."""
+        validate_topology_name(name)
+        if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
+            raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
+        validate_structure(structure)
+        with self.lock:
+            if self._id_of(name) is not None:
+                raise AlreadyAliveError(f"topology {name!r} is already running")
+            now = self.clock()
+            storm_id = f"{name}-{next(self._counter)}-{int(now)}"
+            conf = self._topology_conf(name, storm_id, submitted_conf, overrides or {})
+            num_workers = int(conf["topology.workers"])
+            layout = compute_layout(structure, conf, num_workers)
+            self.store.install(storm_id, code, conf)
+            self._meta[storm_id] = _Topology(structure, conf)
+            base = StormBase(storm_name=name, launch_time_secs=int(now), status=initial_status,
+                             num_workers=num_workers,
+                             component_executors={c: len(e) for c, e in layout.executors.items()})
+            try:
+                self.cluster.setup_heartbeats(storm_id)
+                self.cluster.activate_storm(storm_id, base)
+                self.mk_assignments()
+            except BaseException:
+                self._remove(storm_id)
+                raise
         log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
         return storm_id
 
@@ -397,9 +403,8 @@ class NimbusCore:
     def _topology(self, storm_id: str) -> _Topology:
         meta = self._meta.get(storm_id)
         if meta is None:
-            manifest = read_manifest(self.store.file_path(storm_id, "stormjar.zip"),
-                                     max_bytes=int(self.conf["storm.package.max.bytes"]))
-            meta = self._meta[storm_id] = _Topology(manifest.structure(), self.store.read_conf(storm_id))
+            structure = self.store.read_structure(storm_id, max_bytes=int(self.conf["storm.package.max.bytes"]))
+            meta = self._meta[storm_id] = _Topology(structure, self.store.read_conf(storm_id))
         return meta
 
     def _state(self, storm_id: str, base: StormBase) -> TopologyState:

@@ -11,10 +11,11 @@ timer is due) fires timers, reassigns dead executors and cleans up.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.storm import StormClusterState
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
@@ -33,40 +34,62 @@ def nimbus_bind_host(conf: Mapping[str, Any]) -> str:
     return str(seeds[0])
 
 
+def monitor_interval(freq_secs: float, next_timer_in: float | None) -> float:
+    """Until the next monitor round: the period, or sooner when a timer is due (0: due now)."""
+    return freq_secs if next_timer_in is None else min(freq_secs, next_timer_in)
+
+
 class Nimbus(Service):
-    def __init__(self, conf: Mapping[str, Any]):
+    """Nimbus with its RPC server (`storm-py nimbus`), or without one inside LocalCluster, which
+    passes its in-memory cluster state and a code store of live topologies."""
+
+    def __init__(self, conf: Mapping[str, Any], *, cluster_factory: Callable[[], StormClusterState] | None = None,
+                 store: Any = None, serve_rpc: bool = True):
         super().__init__("nimbus")
         self.conf = dict(conf)
         self.core: NimbusCore | None = None
         self.rpc: RpcServer | None = None
         self._monitor: PeriodicThread | None = None
+        self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
+        self._store = store
+        self._serve_rpc = serve_rpc
 
     @property
     def port(self) -> int | None:
         return None if self.rpc is None else self.rpc.port
 
+    def wake(self) -> None:
+        """Run a monitor round now (a timer just armed, an assignment to write)."""
+        if self._monitor is not None:
+            self._monitor.wake()
+
     def _on_start(self) -> None:
         conf = self.conf
-        store = CodeStore(local_layout.nimbus_dir(conf))
-        store.open()
-        cluster = mk_storm_cluster_state(conf)
+        store = self._store
+        if store is None:
+            store = CodeStore(local_layout.nimbus_dir(conf))
+            store.open()
+        cluster = self._cluster_factory()
         self.on_stop(cluster.disconnect, "ZooKeeper connection")
         core = self.core = NimbusCore(conf, cluster, store)
         core.recover()
         freq = float(conf["nimbus.monitor.freq.secs"])
-        self._monitor = PeriodicThread("nimbus-monitor", lambda: min(freq, core.next_timer_in() or freq),
+        self._monitor = PeriodicThread("nimbus-monitor", lambda: monitor_interval(freq, core.next_timer_in()),
                                        self._monitor_round)
-        max_package = int(conf["storm.package.max.bytes"])
-        handlers = make_handlers(core, store, max_package, self._monitor.wake)
-        self.rpc = self.start_child(RpcServer(
-            nimbus_bind_host(conf), int(conf["nimbus.thrift.port"]), handlers,
-            secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc"))
+        if self._serve_rpc:
+            max_package = int(conf["storm.package.max.bytes"])
+            handlers = make_handlers(core, store, max_package, self._monitor.wake)
+            self.rpc = self.start_child(RpcServer(
+                nimbus_bind_host(conf), int(conf["nimbus.thrift.port"]), handlers,
+                secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc"))
         self.start_child(self._monitor)
-        log.info("Nimbus running on %s:%s (local dir %s)", self.rpc.host, self.rpc.port, store.root)
+        if self.rpc is not None:
+            log.info("Nimbus running on %s:%s (local dir %s)", self.rpc.host, self.rpc.port, store.root)
 
     def _monitor_round(self) -> None:
         core = self.core
         core.fire_timers()
         core.mk_assignments()
         core.cleanup()
-        core.store.expire_uploads(float(self.conf["nimbus.inbox.jar.expiration.secs"]))
+        if self._serve_rpc:
+            core.store.expire_uploads(float(self.conf["nimbus.inbox.jar.expiration.secs"]))

@@ -24,18 +24,17 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-import subprocess
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from cluster_state import local_layout
 from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import SupervisorInfo
-from daemons.rpc.client import client_from_conf
+from cluster_state.storm import StormClusterState
 from daemons.supervisor import download, launcher
 from daemons.supervisor.local_assignments import (
     LocalAssignments,
@@ -68,7 +67,7 @@ from daemons.supervisor.slot import (
     stray_worker_dirs,
     used_ports,
 )
-from daemons.supervisor.worker_state import ProcessStatus, WorkerRecord
+from daemons.supervisor.worker_state import WorkerRecord
 from executor.lifecycle import PeriodicThread, Service
 
 log = logging.getLogger(__name__)
@@ -82,7 +81,9 @@ def supervisor_hostname(conf: Mapping[str, Any]) -> str:
 
 
 class Supervisor(Service):
-    def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command):
+    def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command,
+                 worker_launcher: Any = None, code: Any = None,
+                 cluster_factory: Callable[[], StormClusterState] | None = None):
         super().__init__("supervisor")
         self.conf = dict(conf)
         self.ports = tuple(sorted({int(p) for p in conf["supervisor.slots.ports"]}))
@@ -90,8 +91,11 @@ class Supervisor(Service):
         self.slot_conf = SlotConfig.from_conf(conf)
         self.supervisor_id: str | None = None
         self.cluster = None
-        self._worker_command = worker_command
-        self._client = None
+        # Distributed mode: worker processes, code from Nimbus, ZooKeeper; LocalCluster passes
+        # in-process workers, its live topologies and its in-memory cluster state.
+        self.launcher = worker_launcher or launcher.ProcessLauncher(self.conf, worker_command)
+        self.code = code or download.NimbusCode(self.conf)
+        self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
         self._state: LocalState | None = None
         self._started_at = time.monotonic()
         self._lock = threading.Lock()  # guards what the sync and processes threads share (below)
@@ -109,7 +113,6 @@ class Supervisor(Service):
         self._slots: dict[int, SlotState] = {}
         self._strays: list[SlotState] = []
         self._records: dict[str, WorkerRecord] = {}
-        self._popens: dict[str, subprocess.Popen] = {}
         self._pending_cleanup: set[str] = set()
         self._heartbeat_thread: PeriodicThread | None = None
         self._sync_thread: PeriodicThread | None = None
@@ -122,17 +125,17 @@ class Supervisor(Service):
         conf = self.conf
         local_layout.supervisor_stormdist(conf).mkdir(parents=True, exist_ok=True)
         local_layout.worker_root(conf).mkdir(parents=True, exist_ok=True)
-        download.clean_tmp(conf)
+        self.code.clean_tmp()
         self._state = LocalState(local_layout.supervisor_localstate(conf))
         self.supervisor_id = self._state.get(LS_ID)
         if not isinstance(self.supervisor_id, str) or not self.supervisor_id:
             self.supervisor_id = str(uuid.uuid4())
             self._state.put(LS_ID, self.supervisor_id)
         self._recover()
-        self.cluster = mk_storm_cluster_state(conf)
+        self.cluster = self._cluster_factory()
         self.on_stop(self.cluster.disconnect, "ZooKeeper connection")
-        self._client = client_from_conf(conf)
-        self.on_stop(self._client.close, "Nimbus client")
+        self.code.open()
+        self.on_stop(self.code.close, "Nimbus client")
         self._heartbeat()  # registered before anything else happens (seed: heartbeat-fn first)
         hb_secs = float(conf["supervisor.heartbeat.frequency.secs"])
         self._heartbeat_thread = self.start_child(
@@ -157,7 +160,7 @@ class Supervisor(Service):
                 log.warning("dropping damaged worker record %s: %s", worker_id, exc)
                 continue
             if record.pid is None:
-                found = launcher.find_launched_pid(self.conf, record)
+                found = self.launcher.find_launched(record)
                 if found is not None:
                     record = record.with_pid(*found)
             records.append(record)
@@ -243,7 +246,7 @@ class Supervisor(Service):
             return self._local
 
     def _download_wanted(self, local: LocalAssignments | None) -> None:
-        downloaded = set(download.downloaded_ids(self.conf))
+        downloaded = set(self.code.stored_ids())
         with self._lock:
             wanted, self._wanted_code = set(self._wanted_code), set()
         needed = set(code_to_download(local, downloaded)) if local is not None else set()
@@ -260,7 +263,7 @@ class Supervisor(Service):
                 continue
             log.info("downloading code of %s from Nimbus", storm_id)
             try:
-                path = download.download_code(self.conf, self._client, storm_id)
+                path = self.code.fetch(storm_id)
             except Exception as exc:  # noqa: BLE001 -- RPC, package, disk: all retried the same way
                 delay = self._retries.failed(storm_id, time.time())
                 log.warning("download of %s failed (attempt %d; retrying in %.0fs): %s", storm_id,
@@ -273,8 +276,8 @@ class Supervisor(Service):
     def _remove_unneeded_code(self, local: LocalAssignments) -> None:
         with self._lock:
             in_use = self._in_use
-        for storm_id in sorted(code_to_remove(local, download.downloaded_ids(self.conf), in_use)):
-            download.remove_code(self.conf, storm_id)
+        for storm_id in sorted(code_to_remove(local, self.code.stored_ids(), in_use)):
+            self.code.remove(storm_id)
 
     # -- sync-processes ----------------------------------------------------------------------
 
@@ -310,7 +313,7 @@ class Supervisor(Service):
         worker_id = state.worker_id
         inputs = SlotInputs(
             assignment=target,
-            code_present=target is not None and download.code_present(self.conf, target.storm_id),
+            code_present=target is not None and self.code.present(target.storm_id),
             heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
             process_alive=self._alive(worker_id) if worker_id else False,
             new_worker_id=str(uuid.uuid4()))
@@ -326,14 +329,7 @@ class Supervisor(Service):
         record = self._records.get(worker_id)
         if record is None:
             return False
-        popen = self._popens.get(worker_id)
-        if popen is not None:
-            code = popen.poll()  # our child: reap it, so it is not a zombie that looks alive
-            if code is not None:
-                log.info("worker %s (pid %s) exited with code %s", worker_id, popen.pid, code)
-                del self._popens[worker_id]
-                return False
-        return launcher.record_status(record) is ProcessStatus.ALIVE
+        return self.launcher.alive(record)
 
     def _execute(self, action) -> None:
         if isinstance(action, RecordWorker):
@@ -346,9 +342,7 @@ class Supervisor(Service):
         elif isinstance(action, SendSigkill):
             self._signal(action.worker_id, signal.SIGKILL)
         elif isinstance(action, CleanupWorker):
-            popen = self._popens.pop(action.worker_id, None)
-            if popen is not None:
-                popen.poll()
+            self.launcher.forget(action.worker_id)
             if not launcher.cleanup_worker(self.conf, action.worker_id):
                 self._pending_cleanup.add(action.worker_id)
         elif isinstance(action, ForgetWorker):
@@ -369,19 +363,16 @@ class Supervisor(Service):
         log.info("launching worker %s on port %s for %s with executors %s", action.worker_id, action.port,
                  action.assignment.storm_id, list(action.assignment.executors))
         try:
-            popen = launcher.launch_worker(self.conf, self.supervisor_id, action.worker_id, action.port,
-                                           action.assignment, self._worker_command)
+            pid, start_time = self.launcher.launch(self.supervisor_id, action.worker_id, action.port,
+                                                   action.assignment)
         except OSError as exc:
             # A launch that produced no process is a dead worker: the slot relaunches with back-off.
             log.error("cannot launch worker %s on port %s: %s", action.worker_id, action.port, exc)
             return
         self.launches += 1
-        self._popens[action.worker_id] = popen
-        facts = launcher.process_facts(popen.pid)
-        start_time = facts.start_time if facts.start_time is not None else time.time()
         record = self._records.get(action.worker_id)
         if record is not None:
-            self._records[action.worker_id] = record.with_pid(popen.pid, start_time)
+            self._records[action.worker_id] = record.with_pid(pid, start_time)
             self._persist_records()
 
     def _signal(self, worker_id: str, sig: signal.Signals) -> None:
@@ -389,7 +380,7 @@ class Supervisor(Service):
         if record is None:
             log.warning("no record of worker %s: not sending %s", worker_id, sig.name)
             return
-        launcher.signal_worker(record, sig)
+        self.launcher.signal(record, sig)
 
     def _persist_records(self) -> None:
         self._state.put(LS_APPROVED_WORKERS, {wid: r.to_dict() for wid, r in self._records.items()})

@@ -153,3 +153,37 @@ class DownloadRetries:
         """The earliest time a failed download may be tried again (None: nothing failed)."""
         times = [last + backoff_delay(n, self.base_secs, self.max_secs) for n, last in self._failures.values()]
         return min(times) if times else None
+
+
+class NimbusCode:
+    """Where a supervisor's topology code comes from in distributed mode: Nimbus, over RPC, into
+    `supervisor/stormdist/{id}` (LocalCluster passes its own, with the same methods)."""
+
+    def __init__(self, conf: Mapping[str, Any]):
+        self.conf = conf
+        self._client = None
+
+    def open(self) -> None:
+        from daemons.rpc.client import client_from_conf
+
+        self._client = client_from_conf(self.conf)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def fetch(self, storm_id: str) -> Path:
+        return download_code(self.conf, self._client, storm_id)
+
+    def present(self, storm_id: str) -> bool:
+        return code_present(self.conf, storm_id)
+
+    def stored_ids(self) -> list[str]:
+        return downloaded_ids(self.conf)
+
+    def remove(self, storm_id: str) -> None:
+        remove_code(self.conf, storm_id)
+
+    def clean_tmp(self) -> None:
+        clean_tmp(self.conf)
+

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -170,3 +171,42 @@ def worker_dir_ids(conf: Mapping[str, Any]) -> list[str]:
         return sorted(e.name for e in os.scandir(local_layout.worker_root(conf)) if e.is_dir(follow_symlinks=False))
     except FileNotFoundError:
         return []
+
+
+class ProcessLauncher:
+    """Workers as processes of their own (distributed mode): the process side of the slot
+    actions. LocalCluster passes a launcher with the same methods running workers in-process."""
+
+    def __init__(self, conf: Mapping[str, Any], command: CommandFn = worker_command):
+        self.conf = conf
+        self.command = command
+        self._popens: dict[str, subprocess.Popen] = {}
+
+    def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
+        """Start the worker; returns its pid and start time. Raises OSError when it cannot."""
+        popen = launch_worker(self.conf, supervisor_id, worker_id, port, assignment, self.command)
+        self._popens[worker_id] = popen
+        facts = process_facts(popen.pid)
+        return popen.pid, facts.start_time if facts.start_time is not None else time.time()
+
+    def alive(self, record: WorkerRecord) -> bool:
+        popen = self._popens.get(record.worker_id)
+        if popen is not None:
+            code = popen.poll()  # our child: reap it, so it is not a zombie that looks alive
+            if code is not None:
+                log.info("worker %s (pid %s) exited with code %s", record.worker_id, popen.pid, code)
+                del self._popens[record.worker_id]
+                return False
+        return record_status(record) is ProcessStatus.ALIVE
+
+    def signal(self, record: WorkerRecord, sig: signal.Signals) -> bool:
+        return signal_worker(record, sig)
+
+    def forget(self, worker_id: str) -> None:
+        popen = self._popens.pop(worker_id, None)
+        if popen is not None:
+            popen.poll()
+
+    def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
+        return find_launched_pid(self.conf, record)
+
