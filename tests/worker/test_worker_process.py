@@ -8,7 +8,7 @@ import pytest
 from testutil import wait_until
 from worker_helpers import Rig, acked_ids, count_topology, expected_counts, free_ports, read_counts
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
 
 
 @pytest.fixture
