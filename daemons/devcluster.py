@@ -151,6 +151,14 @@ class Child:
                 proc.wait(timeout)
         self.pid_path.unlink(missing_ok=True)
 
+    def kill(self, timeout: float = STOP_TIMEOUT_SECS) -> None:
+        """SIGKILL by pid (a crash: nothing is cleaned up) and reap it. Idempotent."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout)
+        self.pid_path.unlink(missing_ok=True)
+
 
 # -- workers --------------------------------------------------------------------------------------
 
@@ -374,23 +382,28 @@ class DevCluster(Service):
         if self._cancelled:
             raise Cancelled("interrupted while starting")
 
-    def _check_children(self) -> None:
+    def _check_children(self, names: list[str] | None = None) -> None:
         for child in self.children():
-            if child.exit_code() is not None:
+            if (names is None or child.name in names) and child.exit_code() is not None:
                 raise DevClusterError(child.why_dead())
         if self.zookeeper is not None and not self.zookeeper.running:
             raise DevClusterError(f"zookeeper exited (log: {self.zookeeper.log_path})")
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, names: list[str] | None = None, since: float = 0.0) -> None:
+        """Until every child in `names` (default: all) is ready; a supervisor counts once it
+        heartbeat after `since` (epoch seconds: a restarted one, not its predecessor's node)."""
         from cluster_state.factory import mk_storm_cluster_state
 
         deadline = time.monotonic() + self.ready_timeout
-        waiting = ["zookeeper", "nimbus", *(c.name for c in self.supervisors)]
+        checked = None if not names else list(names)  # a restart does not judge the others
+        waiting = names or ["zookeeper", "nimbus", *(c.name for c in self.supervisors)]
+        if "zookeeper" not in waiting:
+            waiting = ["zookeeper", *waiting]  # its state client is what checks the supervisors
         state = None
         try:
             while waiting:
                 self._check_cancelled()
-                self._check_children()
+                self._check_children(checked)
                 if "zookeeper" in waiting and self._zookeeper_ok():
                     waiting.remove("zookeeper")
                     state = mk_storm_cluster_state(self.conf)
@@ -398,7 +411,7 @@ class DevCluster(Service):
                     waiting.remove("nimbus")
                 if state is not None:
                     for child in self.supervisors:
-                        if child.name in waiting and self._supervisor_registered(state, child):
+                        if child.name in waiting and self._supervisor_registered(state, child, since):
                             waiting.remove(child.name)
                 if not waiting:
                     break
@@ -437,7 +450,7 @@ class DevCluster(Service):
             client.close()
 
     @staticmethod
-    def _supervisor_registered(state: Any, child: Child) -> bool:
+    def _supervisor_registered(state: Any, child: Child, since: float = 0.0) -> bool:
         conf = child.extra["conf"]
         path = local_layout.supervisor_localstate(conf)
         if not path.is_dir():
@@ -448,7 +461,9 @@ class DevCluster(Service):
         child.extra["id"] = supervisor_id
         info = state.supervisor_info(supervisor_id)
         # Its meta must be this run's ports: a node of a previous run (same dir) is not it.
-        return info is not None and sorted(int(p) for p in (info.meta or ())) == sorted(child.extra["ports"])
+        return (info is not None and sorted(int(p) for p in (info.meta or ())) == sorted(child.extra["ports"])
+                # After a restart: a heartbeat from a later second than `since`, not the killed one's.
+                and (not since or info.time_secs > int(since)))
 
     # -- running -----------------------------------------------------------------------------
 
@@ -461,6 +476,69 @@ class DevCluster(Service):
             log.warning("%s", child.why_dead())
             if self.on_child_exit is not None:
                 self.on_child_exit(child)
+
+    # -- faults (tests/devcluster/test_faults.py, bench/chaos.py) ------------------------------
+    # Each acts on one child by its pid and returns once the child is back and ready (or raises
+    # DevClusterError). A child killed on purpose is not reported by the watch thread.
+
+    def worker_pids(self) -> dict[int, int]:
+        """Slot port -> pid of every live worker process of this cluster's supervisors."""
+        out: dict[int, int] = {}
+        for child in self.supervisors:
+            for pid, proc in worker_processes(child.extra["conf"]).items():
+                try:
+                    out[_port_of(proc.cmdline())] = pid
+                except (psutil.Error, ValueError):
+                    continue  # gone meanwhile, or not a worker command line
+        return out
+
+    def kill_worker(self, port: int) -> int:
+        """SIGKILL the worker process on slot `port` (its supervisor restarts it); its pid."""
+        pid = self.worker_pids().get(port)
+        if pid is None:
+            raise DevClusterError(f"no worker process on port {port}")
+        os.kill(pid, signal.SIGKILL)
+        log.info("killed worker pid %d on port %d", pid, port)
+        return pid
+
+    def _supervisor(self, index: int) -> Child:
+        return self.supervisors[index - 1]  # supervisor-1 is index 1, as its name says
+
+    def kill_supervisor(self, index: int) -> None:
+        """SIGKILL supervisor-`index` (its workers live on: own sessions)."""
+        child = self._supervisor(index)
+        self._reported.add(child.name)
+        child.kill()
+        log.info("killed %s", child.name)
+
+    def start_supervisor(self, index: int) -> None:
+        """Start supervisor-`index` again: same conf, local dir and slot ports, so it keeps its
+        id and re-adopts its workers."""
+        child = self._supervisor(index)
+        since = time.time()
+        child.start()
+        self._wait_ready([child.name], since=since)
+        self._reported.discard(child.name)
+
+    def restart_nimbus(self, kill: bool = False) -> None:
+        """Stop Nimbus (SIGTERM, or SIGKILL with `kill`) and start it again on the same port and
+        local dir; returns once it answers."""
+        child = self.nimbus
+        self._reported.add(child.name)
+        child.kill() if kill else child.stop()
+        child.start()
+        self._wait_ready(["nimbus"])
+        self._reported.discard(child.name)
+
+    def restart_zookeeper(self) -> None:
+        """Stop ZooKeeper (SIGTERM) and start it again: same port, same data dir."""
+        zk = self.zookeeper
+        try:
+            zk.restart(timeout=min(30.0, self.ready_timeout))
+        except RuntimeError as exc:
+            raise DevClusterError(f"zookeeper cannot restart: {exc} (log: {zk.log_path})") from None
+        (self.pid_dir / "zookeeper.pid").write_text(f"{zk.pid}\n", encoding="ascii")
+        self._wait_ready(["zookeeper"])
 
     def describe(self) -> str:
         """Where everything is, and three commands to try."""
@@ -485,6 +563,11 @@ class DevCluster(Service):
             "Ctrl-C stops everything (workers included).",
         ]
         return "\n".join(lines)
+
+
+def _port_of(cmdline: list[str]) -> int:
+    """The slot port on a worker's command line (launcher.worker_command's --port)."""
+    return int(cmdline[cmdline.index("--port") + 1])
 
 
 def _write_yaml(path: Path, conf: Mapping[str, Any], header: str) -> None:
