@@ -135,7 +135,9 @@ class LocalCluster:
                                               initial_status)
             rec.storm_id = storm_id
             self._topologies[name] = rec
-        self._until(lambda: self._caught_up(storm_id), f"the workers of topology {name!r} to start")
+        # An executor that dies at once stops its worker before it was ever seen running: the
+        # topology is submitted all the same (died() reports it, the supervisor restarts it).
+        self._until(lambda: self._caught_up(storm_id) or rec.died, f"the workers of topology {name!r} to start")
         return storm_id
 
     @property

@@ -109,3 +109,21 @@ def test_state_changes_reach_the_workers_without_waiting_for_their_poll():
         poll(lambda: feeder.acked == [1], message="a tuple acked once activated")
         cluster.deactivate("watched")
         assert all(not w.status.active for w in cluster.workers("watched"))
+
+
+class DiesInPrepare(Bolt):
+    def declare_output_fields(self, declarer):
+        pass
+
+    def prepare(self, conf, context, collector):
+        raise RuntimeError("cannot prepare")
+
+    def execute(self, tup):
+        pass
+
+
+def test_submit_returns_when_an_executor_dies_at_once_and_the_death_is_reported():
+    with LocalCluster() as cluster:
+        cluster.submit_topology("doomed", {}, _topology(FeederSpout(["v"]), DiesInPrepare(), bolts=1))
+        died = poll(lambda: cluster.died("doomed"), message="the bolt's death")
+        assert died[0].component_id == "collect" and "cannot prepare" in str(died[0])
