@@ -71,7 +71,7 @@ class NumberedRun:
     conf: dict[str, Any] = field(default_factory=dict)   # more -c keys (message timeout, rate, ...)
     faults: list[Fault] = field(default_factory=list)
     storm_id: str | None = None
-    _rotation: int = 0
+    _turns: dict[str, int] = field(default_factory=dict)
 
     @property
     def table(self) -> Path:
@@ -167,10 +167,10 @@ class NumberedRun:
         self.faults.append(fault)
         cluster = self.cluster
         if kind == "worker":
-            port = target if target is not None else self._pick_port()
+            port = target if target is not None else self._pick_port(kind)
             fault.detail = f"port {port} pid {cluster.kill_worker(port)}"
         elif kind == "supervisor":
-            index = target if target is not None else self._supervisor_of(self._pick_port())
+            index = target if target is not None else self._supervisor_of(self._pick_port(kind))
             cluster.kill_supervisor(index)
             fault.detail = f"supervisor-{index}"
             cluster.start_supervisor(index)
@@ -185,8 +185,8 @@ class NumberedRun:
                  fault.committed_at_fault)
         return fault
 
-    def _pick_port(self) -> int:
-        """The sink's worker, then the other one, in turn (whichever exists now)."""
+    def _pick_port(self, kind: str) -> int:
+        """The sink's worker, then the other one, in turn per fault kind (whichever exists now)."""
         live = sorted(self.cluster.worker_pids())
         if not live:
             raise RuntimeError(f"no worker running: {self.describe()}")
@@ -196,8 +196,8 @@ class NumberedRun:
             log.info("cannot ask Nimbus where the sink runs (%s)", exc)
             sink = []
         first = [p for p in live if p in sink] + [p for p in live if p not in sink]
-        self._rotation += 1
-        return first[(self._rotation - 1) % len(first)]
+        turn = self._turns[kind] = self._turns.get(kind, 0) + 1
+        return first[(turn - 1) % len(first)]
 
     def wait_recovered(self, fault: Fault, timeout: float) -> float:
         self.wait(lambda: fault.recovered_secs is not None, timeout, f"recovery from the {fault.kind} fault")
