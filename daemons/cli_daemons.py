@@ -1,6 +1,7 @@
 """`storm-py nimbus` (and the other daemons): run a daemon in the foreground until SIGTERM/Ctrl-C.
 
-A daemon logs to `<storm.log.dir>/<name>.log` (size-capped rotation); the terminal gets one line
+A daemon logs to `<storm.log.dir>/<name>.log` (size-capped rotation) at INFO, or at the
+level `--log-level` names; the terminal gets one line
 saying where it runs, or one `error:` line when it cannot start (port taken, ZooKeeper
 unreachable, ...). A clean stop by signal exits 0; a fatal error exits 1.
 """
@@ -14,7 +15,7 @@ from typing import Any, Callable, Mapping
 import click
 
 from cluster_state import local_layout
-from daemons.cli_options import common_options, fail
+from daemons.cli_options import common_options, explicit_log_level, fail
 from executor.lifecycle import Service, run_service
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,10 @@ def log_to_file(path, level: int = logging.INFO) -> None:
 def run_daemon(name: str, conf: Mapping[str, Any], make: Callable[[Mapping[str, Any]], Service],
                describe: Callable[[Service], str]) -> None:
     log_path = local_layout.daemon_log(conf, name)
+    # A daemon's log file records INFO by default (its story); --log-level, when given, sets it.
+    level = getattr(logging, explicit_log_level() or "INFO")
     try:
-        log_to_file(log_path)
+        log_to_file(log_path, level)
     except OSError as exc:
         fail(f"{name}: cannot write its log {log_path}: {exc}")
     service = make(conf)

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 _LOADED_KEY = "storm_py.loaded_config"
+_LOG_LEVEL_KEY = "storm_py.log_level"  # the --log-level a user gave explicitly (None: the default)
 
 
 def setup_logging(level: str) -> None:
@@ -83,6 +84,12 @@ def current_config() -> LoadedConfig | None:
     return ctx.meta.get(_LOADED_KEY) if ctx is not None else None
 
 
+def explicit_log_level() -> str | None:
+    """The --log-level the user gave (DEBUG, INFO, ...), or None when they left the default."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_LOG_LEVEL_KEY) if ctx is not None else None
+
+
 def common_options(fn):
     """Adds --conf-dir, -c and --log-level; the command receives the merged `conf`, and also
     `overrides` (the -c values alone) and/or `loaded` (a LoadedConfig) if it declares them."""
@@ -99,6 +106,9 @@ def common_options(fn):
     @functools.wraps(fn)
     def wrapper(conf_dir, overrides, log_level, **kwargs):
         setup_logging(log_level)
+        ctx = click.get_current_context()
+        given = ctx.get_parameter_source("log_level") is not click.core.ParameterSource.DEFAULT
+        ctx.meta[_LOG_LEVEL_KEY] = log_level.upper() if given else None
         try:
             loaded = load_storm_config(conf_dir, parse_overrides(overrides))
         except ConfigError as exc:

@@ -19,6 +19,7 @@ import zmq
 from nimbus_helpers import package, register_supervisor, topology_dir
 from testutil import wait_until
 
+from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
@@ -51,9 +52,9 @@ def one_error_line(out) -> str:
 
 
 class NimbusProcess:
-    def __init__(self, conf_dir: Path):
+    def __init__(self, conf_dir: Path, *args: str):
         self.conf_dir = conf_dir
-        self.proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "nimbus", "--conf-dir", str(conf_dir)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "nimbus", "--conf-dir", str(conf_dir), *args],
                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -270,3 +271,18 @@ def test_sigterm_stops_nimbus_cleanly_and_a_taken_port_or_dead_zookeeper_refuse_
     started = time.monotonic()
     assert c.nimbus.stop() == 0
     assert time.monotonic() - started < 15
+
+
+def test_the_log_file_records_info_by_default_and_the_level_log_level_names(cluster):
+    log_file = local_layout.daemon_log(cluster.conf, "nimbus")
+    storm_py("list", conf_dir=cluster.conf_dir, check=0)
+    assert cluster.nimbus.stop() == 0
+    default_run = log_file.read_text()
+    assert " INFO " in default_run and " DEBUG " not in default_run
+    log_file.unlink()
+    debug = NimbusProcess(cluster.conf_dir, "--log-level", "debug")
+    cluster.procs.append(debug)
+    debug.wait_ready(cluster.port)
+    storm_py("list", conf_dir=cluster.conf_dir, check=0)
+    wait_until(lambda: " DEBUG " in log_file.read_text(), timeout=30, message=lambda: f"DEBUG lines in {log_file}")
+
