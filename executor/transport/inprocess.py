@@ -159,17 +159,5 @@ class InProcessTransport:
     def connector(self) -> InProcessSender:
         return InProcessSender(self._hub)
 
-    def send(self, address: Address, payload: bytes, timeout: float) -> bool:
-        """Old interface, kept until the worker moves to connector(): needs no connect, and
-        waits up to `timeout` seconds for room. False when the peer is not bound (yet) or
-        stayed full."""
-        inbox = self._hub.inbox(address)
-        if inbox is None:
-            return False
-        with inbox.cond:
-            if inbox.full_for(payload) and not inbox.closed:
-                inbox.cond.wait(timeout)
-            return inbox.offer(payload)
-
     def close(self) -> None:
         pass

@@ -3,14 +3,11 @@ connector/Sender interface, its bounds, rebinding, and the old send() kept for t
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from executor.transport import (
     BindError,
     InProcessHub,
-    InProcessTransport,
     Receiver,
     Sender,
     Transport,
@@ -160,24 +157,6 @@ def test_closed_receiver_returns_none_at_once(hub):
     r = t.bind(A)
     r.close()
     assert r.recv(5.0) is None
-
-
-def test_old_send_waits_for_room():
-    hub = InProcessHub(capacity=1)
-    t: InProcessTransport = hub.transport()
-    r = t.bind(A)
-    assert not t.send(B, b"x", 0)       # not bound
-    assert t.send(A, b"1", 0)
-    assert not t.send(A, b"2", 0)       # full, no wait
-    got = []
-    reader = threading.Thread(target=lambda: got.append(r.recv(5.0)), name="test-reader")
-    reader.start()
-    assert t.send(A, b"2", 5.0)          # the reader makes room
-    reader.join(10)
-    assert got == [b"1"]
-    assert r.recv(1.0) == b"2"
-    r.close()
-    t.close()
 
 
 def test_capacity_must_be_positive():
