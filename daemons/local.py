@@ -174,6 +174,7 @@ class LocalCluster:
             self._topologies.pop(name, None)
         self._until(lambda: self._gone(rec.storm_id), f"topology {name!r} to be removed and its workers stopped",
                     extra=wait_secs or 0)
+        self._launcher.drop_retired(rec.storm_id)
         log.info("killed topology %s", name)
 
     def activate(self, name: str) -> None:
@@ -282,9 +283,11 @@ class LocalCluster:
         return [p.worker for p in self._running(self._get(name).storm_id)]
 
     def component_stats(self, name: str) -> dict[str, dict[str, float]]:
+        """Totals of the topology's run: every worker it had, including ones that died (a
+        restarted worker counts from zero, as a restarted worker process does)."""
         by_comp: dict[str, list] = {}
-        for w in self._workers(name):
-            for comp, stats in w.component_stats().items():
+        for snapshot in self._launcher.stats_snapshots(self._get(name).storm_id):
+            for comp, stats in snapshot.items():
                 by_comp.setdefault(comp, []).append(stats)
         return {comp: merge_stats(stats) for comp, stats in by_comp.items()}
 

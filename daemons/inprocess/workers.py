@@ -101,6 +101,7 @@ class InProcessLauncher:
         self.runtime = runtime
         self._lock = threading.Lock()
         self._workers: dict[str, _Launched] = {}
+        self._retired: dict[str, list[dict]] = {}  # storm id -> component stats of forgotten workers
         self._me = (os.getpid(), psutil.Process().create_time())
 
     def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
@@ -139,7 +140,11 @@ class InProcessLauncher:
 
     def forget(self, worker_id: str) -> None:
         with self._lock:
-            self._workers.pop(worker_id, None)
+            launched = self._workers.pop(worker_id, None)
+            if launched is not None and launched.process.worker is not None:
+                # A worker stopped for good: its final counts stay part of the topology's totals.
+                process = launched.process
+                self._retired.setdefault(process.storm_id, []).append(process.worker.component_stats())
 
     def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
         return None  # a LocalCluster's supervisor never outlives its workers
@@ -150,6 +155,18 @@ class InProcessLauncher:
         with self._lock:
             found = [w.process for w in self._workers.values()]
         return [p for p in found if storm_id is None or p.storm_id == storm_id]
+
+    def stats_snapshots(self, storm_id: str) -> list[dict]:
+        """Component stats of every worker the topology had: those launched (running or not)
+        and those forgotten, read at once so that a worker is never counted twice or missed."""
+        with self._lock:
+            launched = [w.process.worker for w in self._workers.values()
+                        if w.process.storm_id == storm_id and w.process.worker is not None]
+            return [w.component_stats() for w in launched] + list(self._retired.get(storm_id, ()))
+
+    def drop_retired(self, storm_id: str) -> None:
+        with self._lock:
+            self._retired.pop(storm_id, None)
 
     def stop_all(self, timeout: float = 30.0) -> None:
         """Stop every worker still running (the supervisor is stopped: nobody else will)."""

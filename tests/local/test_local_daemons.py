@@ -96,6 +96,8 @@ def test_the_supervisor_restarts_a_worker_whose_executor_died():
              timeout=60, message="the supervisor to launch the worker again")
         feeder.feed(["good"], msg_id="good")
         poll(lambda: "good" in feeder.acked, timeout=60, message="the relaunched worker to process a tuple")
+        # The totals include the dead worker's counts: "bad" was emitted by the first worker.
+        assert cluster.component_stats("phoenix")["feed"]["emitted"] >= 2
 
 
 def test_state_changes_reach_the_workers_without_waiting_for_their_poll():
