@@ -125,7 +125,10 @@ class InProcessLauncher:
 
     def alive(self, record: WorkerRecord) -> bool:
         launched = self._get(record.worker_id)
-        return launched is not None and launched.process.status in (Status.STARTING, Status.RUNNING)
+        # Stopping is still alive: as a process after SIGTERM, its threads run (and write their
+        # heartbeat dir) until it stopped; the slot cleans the dir up only after that.
+        return launched is not None and launched.process.status in (Status.CREATED, Status.STARTING, Status.RUNNING,
+                                                                     Status.STOPPING)
 
     def signal(self, record: WorkerRecord, sig: signal.Signals) -> bool:
         launched = self._get(record.worker_id)
