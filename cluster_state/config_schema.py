@@ -235,6 +235,8 @@ SCHEMA: dict[str, Rule] = {
     "topology.executor.receive.buffer.bytes": _int(1),
     "topology.max.tuple.size.bytes": _int(1),
     "topology.stats.sample.rate": Rule("number", minimum=0, maximum=1),
+    "topology.max.error.report.per.interval": _int(1),
+    "topology.error.throttle.interval.secs": _positive(),
     # Spark sink
     "spark.master": _str(),
 }

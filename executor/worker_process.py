@@ -32,6 +32,7 @@ from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
 from cluster_state.records import STATUS_ACTIVE, WorkerHeartbeat
 from executor.base import TopologyStatus
+from executor.error_throttle import ErrorThrottle
 from executor.errors import ClearError, ComponentError, InvalidTopologyError
 from executor.layout import compute_layout
 from executor.lifecycle import PeriodicThread, Service
@@ -114,6 +115,8 @@ class WorkerProcess(Service):
         if not (code_dir / "stormconf.json").is_file():
             raise WorkerStartError(f"no code for topology {self.storm_id} in {code_dir}")
         self.conf = topology_conf(conf, code_dir)
+        self._throttle = ErrorThrottle(float(self.conf["topology.error.throttle.interval.secs"]),
+                                       int(self.conf["topology.max.error.report.per.interval"]))
         self.cluster = self.runtime.cluster_state(self.conf)
         self.on_stop(self._disconnect, "ZooKeeper connection")
         try:
@@ -215,8 +218,13 @@ class WorkerProcess(Service):
 
     # ------------------------------------------------------------------ errors
     def _on_component_error(self, component: str, task: int, exc: BaseException) -> None:
-        # Executor threads only enqueue; the heartbeat/refresh threads write to ZooKeeper.
-        self._errors.put((component, f"{type(exc).__name__}: {exc}"))
+        # Executor threads only enqueue (throttled per task, as Storm's executors do); the
+        # heartbeat/refresh threads write to ZooKeeper.
+        if self._throttle.allow(task, time.monotonic()):
+            self._errors.put((component, f"{type(exc).__name__}: {exc}"))
+        elif self._throttle.dropped in (1, 100) or self._throttle.dropped % 10000 == 0:
+            log.warning("worker %s: %d error reports dropped (over topology.max.error.report.per.interval)",
+                        self.port, self._throttle.dropped)
 
     def _on_executor_died(self, _worker: Worker, err: ComponentError) -> None:
         self.fatal(f"executor {err.component_id}[{err.task_id}] died: {err}", err)
