@@ -4,7 +4,8 @@
     python3 examples/word_count/top_words.py             # the top words, read back from the table
     storm-py sink show /tmp/storm-py-word-count --limit 5  # rows and counts
 
-The table path is $STORM_PY_WORD_COUNT_TABLE, default <tmp>/storm-py-word-count; runs add up.
+The table path is the topology config's wordcount.table (-c wordcount.table=PATH), else
+$STORM_PY_WORD_COUNT_TABLE, else <tmp>/storm-py-word-count; runs add up.
 """
 
 from word_count_components import TABLE, build_topology

@@ -28,8 +28,10 @@ def test_word_count_example_runs_and_acks(tmp_path):
     # Spark write committed (a JVM start plus a first write; much longer on a loaded host). So
     # run until the status line shows acks (a poll with a deadline), then stop it as a user does.
     err = tmp_path / "stderr"
+    table = tmp_path / "wc-table"  # the topology config names the table (-c), not the environment
     with open(err, "w") as err_file:  # a file, not a pipe nobody reads: Spark may log a lot
-        proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "local", "examples/word_count/topology.py"],
+        proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "local", "examples/word_count/topology.py",
+                                 "-c", f"wordcount.table={table}"],
                                 cwd=REPO, stdout=subprocess.PIPE, stderr=err_file, text=True,
                                 stdin=subprocess.DEVNULL)
     lines: list[str] = []
@@ -51,6 +53,7 @@ def test_word_count_example_runs_and_acks(tmp_path):
     assert m, out
     assert int(m.group(1)) > 0
     assert "acked" in lines[0]  # a live status line came first
+    assert list(table.rglob("*.parquet")), f"no Parquet file under {table}"
 
 
 def test_bin_shim_runs_from_another_directory(tmp_path):
