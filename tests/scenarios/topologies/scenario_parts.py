@@ -101,7 +101,21 @@ class Sink(_RecordingBolt):
         self.collector.ack(tup)
 
 
-class HoldBolt(_RecordingBolt):
+class _TickingBolt(_RecordingBolt):
+    """A recording bolt declaring `fields` that gets a tick every `tick_secs`."""
+
+    def __init__(self, fields=("value",), tick_secs=0.1):
+        self.fields = list(fields)
+        self.tick_secs = tick_secs
+
+    def get_component_configuration(self):
+        return {"topology.tick.tuple.freq.secs": self.tick_secs}
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(self.fields)
+
+
+class HoldBolt(_TickingBolt):
     """Holds every input ("held") until the test releases it (control file, checked on ticks),
     then processes it by `action`:
       "ack":       fails it if its first value is in `fail_values`, else acks it;
@@ -111,16 +125,9 @@ class HoldBolt(_RecordingBolt):
     Records "acked", "failed" and "emitted" (before the ack/fail/emit call it describes)."""
 
     def __init__(self, action="ack", fail_values=(), fields=("value",), tick_secs=0.05):
+        super().__init__(fields, tick_secs)
         self.action = action
         self.fail_values = list(fail_values)
-        self.fields = list(fields)
-        self.tick_secs = tick_secs
-
-    def get_component_configuration(self):
-        return {"topology.tick.tuple.freq.secs": self.tick_secs}
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(self.fields)
 
     def prepare(self, conf, context, collector):
         super().prepare(conf, context, collector)
@@ -202,18 +209,11 @@ class ModuloGrouping:
         return [self.targets[values[1] % len(self.targets)]]
 
 
-class PassBolt(_RecordingBolt):
+class PassBolt(_TickingBolt):
     """Passes every input on (anchored), then acks it; records inputs ("got") and ticks ("tick")."""
 
     def __init__(self, fields=("value",), tick_secs=0.1):
-        self.fields = list(fields)
-        self.tick_secs = tick_secs
-
-    def get_component_configuration(self):
-        return {"topology.tick.tuple.freq.secs": self.tick_secs}
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(self.fields)
+        super().__init__(fields, tick_secs)
 
     def execute(self, tup):
         if tup.is_tick():
