@@ -169,7 +169,7 @@ class LocalCluster:
         """Deactivate, wait wait_secs for in-flight tuples, then stop the workers."""
         rec = self._get(name)
         self._core.kill(name, wait_secs)
-        self.nimbus.wake()
+        self.nimbus.wake()  # its monitor then sleeps until the kill's timer is due, and serves it
         with self._lock:
             self._topologies.pop(name, None)
         self._until(lambda: self._gone(rec.storm_id), f"topology {name!r} to be removed and its workers stopped",
@@ -251,7 +251,6 @@ class LocalCluster:
         return len(have) == len(running) and have == wanted
 
     def _gone(self, storm_id: str) -> bool:
-        self.nimbus.wake()  # a kill's timer is served by Nimbus's monitor round
         return (self._core.cluster.storm_base(storm_id) is None
                 and not any(p.status in (Status.STARTING, Status.RUNNING, Status.STOPPING)
                             for p in self._launcher.processes(storm_id)))
@@ -261,7 +260,6 @@ class LocalCluster:
         if base is None:
             raise NotAliveError(f"topology {storm_id} was removed while rebalancing")
         if base.status == "rebalancing":
-            self.nimbus.wake()
             return False
         return self._caught_up(storm_id)
 
