@@ -247,20 +247,15 @@ COUNT_TOPOLOGY = textwrap.dedent('''
 
 
 def count_topology(root: Path, total: int) -> tuple[Path, Path]:
-    module = f"wc_components_{uuid.uuid4().hex[:8]}"
-    d = root / f"topo-{module}"
-    out = root / f"out-{module}"
-    d.mkdir()
-    out.mkdir()
-    (d / f"{module}.py").write_text(COUNT_COMPONENTS)
-    (d / "topology.py").write_text(COUNT_TOPOLOGY.format(module=module, total=total, out=str(out)))
-    return d, out
+    return write_topology(root, COUNT_COMPONENTS, COUNT_TOPOLOGY, prefix="wc_components", total=total)
 
 
-def write_topology(root: Path, components: str, topology: str, **fmt) -> tuple[Path, Path]:
-    """A topology directory with a uniquely named components module (workers import the topology
-    from the package) and an output directory; `topology` is formatted with module=, out= and fmt."""
-    module = f"components_{uuid.uuid4().hex[:8]}"
+def write_topology(root: Path, components: str, topology: str, prefix: str = "components",
+                   **fmt) -> tuple[Path, Path]:
+    """A topology directory with a uniquely named components module `{prefix}_<hex>` (workers
+    import the topology from the package) and an output directory; `topology` is formatted with
+    module=, out= and fmt."""
+    module = f"{prefix}_{uuid.uuid4().hex[:8]}"
     d = root / f"topo-{module}"
     out = root / f"out-{module}"
     d.mkdir()
