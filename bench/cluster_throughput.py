@@ -40,6 +40,8 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from local_throughput import SCENARIOS  # noqa: E402  (the same scenarios, run on two workers)
+
 from cluster_state import local_layout  # noqa: E402
 from cluster_state.config import default_config  # noqa: E402
 from cluster_state.factory import mk_storm_cluster_state  # noqa: E402
@@ -50,14 +52,6 @@ from daemons.nimbus.code_store import CodeStore  # noqa: E402
 from daemons.nimbus.core import NimbusCore  # noqa: E402
 from executor.package import build_package, extract_package  # noqa: E402
 from executor.topology_file import load_topology_file  # noqa: E402
-
-SCENARIOS = {
-    "null_noack": dict(kind="null", acked=False, conf={"topology.acker.executors": 0}),
-    "null_acked": dict(kind="null", acked=True, conf={"topology.max.spout.pending": 5000}),
-    "wc_acked": dict(kind="wc", acked=True, conf={"topology.max.spout.pending": 2000}),
-    "wc_noack": dict(kind="wc", acked=False, conf={"topology.acker.executors": 0}),
-    "wc_latency": dict(kind="wc", acked=True, rate=5000, conf={"topology.max.spout.pending": 2000}),
-}
 
 PROBES = textwrap.dedent('''
     """Probes: local_throughput's components, writing their counts to files."""
