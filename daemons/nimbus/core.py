@@ -79,7 +79,7 @@ class NimbusCore:
         self._counter = itertools.count(1)
         self._timers: list[tuple[float, int, str, Event]] = []
         self._timer_seq = itertools.count()
-        self._beats: dict[tuple[str, tuple[int, int]], liveness.Seen] = {}
+        self._beats: dict[str, dict[tuple[int, int], liveness.Seen]] = {}  # storm id -> executor -> seen
         self._sup_beats: dict[str, liveness.Seen] = {}
         self._meta: dict[str, _Topology] = {}
         self.started_at = clock()
@@ -278,9 +278,10 @@ class NimbusCore:
 
     def _alive_executors(self, storm_id: str, current: Assignment, executors, now: float) -> frozenset:
         beats = self.cluster.executor_beats(storm_id, current.executor_node_port)
-        reported = {(storm_id, e): b.time_secs for e, b in beats.items()}
-        self._beats = liveness.update_cache(self._beats, reported, now)
-        mine = {e: seen for (sid, e), seen in self._beats.items() if sid == storm_id}
+        # Only the executors the topology has now: a rebalance's old ones are forgotten.
+        mine = liveness.update_cache(liveness.forget(self._beats.get(storm_id, {}), executors),
+                                     {e: b.time_secs for e, b in beats.items()}, now)
+        self._beats[storm_id] = mine
         alive = liveness.alive_executors(executors, mine, current.executor_start_time_secs, now,
                                          float(self.conf["nimbus.task.timeout.secs"]),
                                          float(self.conf["nimbus.task.launch.secs"]))
@@ -420,7 +421,7 @@ class NimbusCore:
         self.cluster.teardown_topology_errors(storm_id)
         self.store.remove(storm_id)
         self._meta.pop(storm_id, None)
-        self._beats = {k: v for k, v in self._beats.items() if k[0] != storm_id}
+        self._beats.pop(storm_id, None)
         log.info("removed topology %s", storm_id)
 
     def layout(self, storm_id: str, base: StormBase) -> TopologyLayout:
