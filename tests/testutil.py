@@ -1,10 +1,20 @@
-"""Polling helper shared by every test directory (tests/ is on sys.path via tests/conftest.py)."""
+"""Helpers shared by every test directory (tests/ is on sys.path via tests/conftest.py): polling,
+running the `storm-py` CLI as a process, stopping a daemon process."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+# The environment of a CLI or daemon process started by a test: the checkout importable.
+CLI_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, message: Any = "condition",
@@ -30,3 +40,40 @@ def assert_threads_gone(prefixes: tuple[str, ...], timeout: float = 10.0) -> Non
         return not left
 
     wait_until(gone, timeout=timeout, message=lambda: f"threads to stop; left behind: {left}")
+
+
+def storm_py(*args: str, conf_dir: Path | None = None, timeout: float = 60,
+             check: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m daemons.cli ARGS [--conf-dir DIR]` from the checkout; asserts the exit code when
+    `check` is given."""
+    cmd = [sys.executable, "-m", "daemons.cli", *args]
+    if conf_dir is not None:
+        cmd += ["--conf-dir", str(conf_dir)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=CLI_ENV)
+    if check is not None:
+        assert out.returncode == check, (args, out.returncode, out.stdout, out.stderr)
+    return out
+
+
+def one_error_line(out: subprocess.CompletedProcess) -> str:
+    """A failed CLI run printed exactly one `error:` line (returned) and no traceback."""
+    assert out.returncode != 0, out.stdout
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float, what: Any, sig: int = signal.SIGTERM) -> int:
+    """Send `sig` to `proc` if it still runs and return its exit code; one still running after
+    `timeout` seconds is killed and the test fails with `what` (a string or a callable)."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+        text = what() if callable(what) else what
+        raise AssertionError(f"{text} did not exit within {timeout:g}s of {signal.Signals(sig).name}") from None
+    return proc.returncode

@@ -2,32 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import signal
+import functools
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
+import testutil
 import yaml
-from testutil import wait_until
+from testutil import ROOT, stop_process, wait_until
 
 from cluster_state.config import default_config
 
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+ENV = testutil.CLI_ENV
 READY_LINE = "Ctrl-C stops everything"
-
-
-def storm_py(*args: str, conf_dir: Path | None = None, timeout: float = 60, check: int | None = 0):
-    cmd = [sys.executable, "-m", "daemons.cli", *args]
-    if conf_dir is not None:
-        cmd += ["--conf-dir", str(conf_dir)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=ENV)
-    if check is not None:
-        assert out.returncode == check, (args, out.returncode, out.stdout, out.stderr)
-    return out
+# The CLI as a process; here the exit code is checked (0) unless the caller says otherwise.
+storm_py = functools.partial(testutil.storm_py, check=0)
 
 
 class DevClusterProcess:
@@ -68,16 +59,10 @@ class DevClusterProcess:
         return {p.stem: int(p.read_text()) for p in (self.base / "pids").glob("*.pid")}
 
     def stop(self, timeout: float = 60) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-                raise AssertionError(f"dev-cluster ignored SIGTERM for {timeout}s:\n{self.output()}") from None
-        self._out.close()
-        return self.proc.returncode
+        try:
+            return stop_process(self.proc, timeout, lambda: f"dev-cluster (output:\n{self.output()}\n)")
+        finally:
+            self._out.close()
 
     def kill_leftovers(self) -> list[int]:
         """Last resort for a failed test: SIGKILL every process that names this cluster's dir."""

@@ -13,7 +13,7 @@ import sys
 import psutil
 import pytest
 from devcluster_helpers import ENV, ROOT, DevClusterProcess, alive, storm_py
-from testutil import wait_until
+from testutil import one_error_line, wait_until
 
 from cluster_state.zkserver import four_letter_word, free_port
 
@@ -21,14 +21,6 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
 
 if shutil.which("java") is None:
     pytest.skip("dev-zookeeper needs Java and the Debian zookeeper package", allow_module_level=True)
-
-
-def one_error_line(out) -> str:
-    assert out.returncode != 0, out.stdout
-    assert "Traceback" not in out.stderr, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, out.stderr
-    return lines[0]
 
 
 def test_dev_zookeeper_answers_ruok_and_stops_on_sigterm(tmp_path):

@@ -4,8 +4,6 @@ peer, SIGTERM, and refusing to start (port taken, ZooKeeper unreachable)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,38 +15,13 @@ import pytest
 import yaml
 import zmq
 from nimbus_helpers import package, register_supervisor, topology_dir
-from testutil import wait_until
+from testutil import CLI_ENV, ROOT, one_error_line, stop_process, storm_py, wait_until
 
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.zkserver import free_port
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def storm_py(*args, conf_dir=None, timeout=60, check=None):
-    cmd = [sys.executable, "-m", "daemons.cli", *args]
-    if conf_dir is not None:
-        cmd += ["--conf-dir", str(conf_dir)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if check is not None:
-        assert out.returncode == check, (out.returncode, out.stdout, out.stderr)
-    return out
-
-
-def one_error_line(out) -> str:
-    assert out.returncode != 0, out.stdout
-    assert "Traceback" not in out.stderr, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, out.stderr
-    return lines[0]
 
 
 class NimbusProcess:
@@ -56,7 +29,7 @@ class NimbusProcess:
         self.conf_dir = conf_dir
         self.proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "nimbus", "--conf-dir", str(conf_dir), *args],
                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     env=CLI_ENV)
 
     def wait_ready(self, port: int) -> None:
         def up():
@@ -67,17 +40,11 @@ class NimbusProcess:
         wait_until(up, timeout=30, message="nimbus to listen")
 
     def stop(self, timeout: float = 15) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                raise AssertionError("nimbus did not exit within 15 s of SIGTERM") from None
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return self.proc.returncode
+        try:
+            return stop_process(self.proc, timeout, "nimbus")
+        finally:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
 
 
 @pytest.fixture
