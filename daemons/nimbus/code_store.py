@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 PACKAGE_FILE = "stormjar.zip"
 CONF_FILE = "stormconf.json"
 DOWNLOADABLE = (PACKAGE_FILE, CONF_FILE)
+# Upload and download chunk (Nimbus serves at most this much): well under the RPC request limit.
+CHUNK_BYTES = 1 << 20
 _ID_OK = re.compile(r"^[^/\\\x00]+$")
 
 
@@ -172,11 +174,3 @@ class CodeStore:
 
     def remove(self, storm_id: str) -> None:
         shutil.rmtree(self.topology_dir(storm_id), ignore_errors=True)
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from daemons.nimbus.code_store import CodeStore, UploadError, UploadTooLargeError, sha256_file
+from daemons.nimbus.code_store import CHUNK_BYTES, CodeStore, UploadError, UploadTooLargeError
 from daemons.nimbus.core import NimbusCore
 from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
 from executor.errors import NotAliveError
-
-CHUNK_BYTES = 1 << 20  # upload/download chunk: well under the request limit, few round trips
+from executor.package import file_checksum
 
 
 def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
@@ -76,7 +75,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
 
     def download_info(a: dict) -> dict:
         path = _download_path(a)
-        return {"size": path.stat().st_size, "checksum": sha256_file(path)}
+        return {"size": path.stat().st_size, "checksum": file_checksum(path)}
 
     def download_chunk(a: dict) -> dict:
         path = _download_path(a)

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cluster_state import local_layout
-from daemons.nimbus.code_store import CONF_FILE, PACKAGE_FILE
+from daemons.nimbus.code_store import CHUNK_BYTES, CONF_FILE, PACKAGE_FILE
 from daemons.supervisor.slot import backoff_delay, retry_due
 from executor.package import MANIFEST_NAME, extract_package
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1 << 20  # Nimbus serves at most this much per chunk
 RETRY_BASE_SECS = 1.0
 RETRY_MAX_SECS = 60.0
 
