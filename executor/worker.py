@@ -198,9 +198,9 @@ class Worker:
                      len(self._destinations))
             return True
 
-    def _reroute_stale(self, addr, batches) -> None:
-        # Tuples queued for a worker that no longer hosts their tasks: dropped (the acker replays
-        # them) unless their task now lives here.
+    def _drop_stale(self, addr, batches) -> None:
+        # Tuples queued for a worker that no longer hosts their tasks: dropped, even when their
+        # task now lives here (the acker replays them).
         lost = sum(len(b) for b in batches)
         log.info("worker %s: %d tuples queued for %s dropped after reassignment", self.address, lost, addr)
 
@@ -215,7 +215,7 @@ class Worker:
 
     def _start_transfer(self) -> None:
         self._transfer = TransferThread(f"worker-transfer-{self.address}", self.transport,
-                                        dict(self._destinations), self._reroute_stale, self._transfer_wakeup)
+                                        dict(self._destinations), self._drop_stale, self._transfer_wakeup)
         self._transfer.start()
 
     def _start(self) -> None:
