@@ -97,14 +97,10 @@ class LiveSupervisorCode:
         return final
 
     def present(self, storm_id: str) -> bool:
-        return (local_layout.supervisor_stormdist(self.conf, storm_id) / CONF_FILE).is_file()
+        return download.code_present(self.conf, storm_id, marker=CONF_FILE)
 
     def stored_ids(self) -> list[str]:
-        root = local_layout.supervisor_stormdist(self.conf)
-        try:
-            return sorted(e.name for e in os.scandir(root) if (Path(e.path) / CONF_FILE).is_file())
-        except FileNotFoundError:
-            return []
+        return download.downloaded_ids(self.conf, marker=CONF_FILE)
 
     def remove(self, storm_id: str) -> None:
         download.remove_code(self.conf, storm_id)

@@ -91,19 +91,20 @@ def download_code(conf: Mapping[str, Any], client: Any, storm_id: str) -> Path:
     return final
 
 
-def downloaded_ids(conf: Mapping[str, Any]) -> list[str]:
-    """Topologies whose code is installed (dirs in supervisor/stormdist holding the manifest)."""
+def downloaded_ids(conf: Mapping[str, Any], marker: str = MANIFEST_NAME) -> list[str]:
+    """Topologies whose code is installed (dirs in supervisor/stormdist holding `marker`: the
+    package's manifest; LocalCluster installs only the conf)."""
     root = local_layout.supervisor_stormdist(conf)
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
         return []
     return sorted(e.name for e in entries
-                  if e.is_dir(follow_symlinks=False) and (Path(e.path) / MANIFEST_NAME).is_file())
+                  if e.is_dir(follow_symlinks=False) and (Path(e.path) / marker).is_file())
 
 
-def code_present(conf: Mapping[str, Any], storm_id: str) -> bool:
-    return (local_layout.supervisor_stormdist(conf, storm_id) / MANIFEST_NAME).is_file()
+def code_present(conf: Mapping[str, Any], storm_id: str, marker: str = MANIFEST_NAME) -> bool:
+    return (local_layout.supervisor_stormdist(conf, storm_id) / marker).is_file()
 
 
 def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:
