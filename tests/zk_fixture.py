@@ -10,8 +10,6 @@ Fixtures:
   for inspecting and cleaning up.
 - `zk_server_factory` (function): `start(**kwargs) -> ZooKeeperServer` for tests that need a
   server of their own (e.g. to stop and restart it); all are stopped afterwards.
-- `thread_leak_check` (function): fails a test that leaves new threads running (tests/conftest.py
-  checks every test for threads and child processes anyway).
 
 A test that leaves a ZooKeeper node behind fails: `zk_conf` deletes the test's chroot (whatever
 the test wrote there, including the structure the cluster-state layer creates: the chroot node
@@ -48,7 +46,6 @@ __all__ = [
     "SUPER_PASSWORD",
     "expire_session",
     "pytest_runtest_makereport",
-    "thread_leak_check",
     "wait_until",
     "zk_admin",
     "zk_conf",
@@ -60,7 +57,7 @@ __all__ = [
 from testutil import wait_until  # noqa: E402  (re-exported for the cluster-state tests)
 
 SUPER_PASSWORD = "storm-py-test-super"
-# Threads of session-scoped fixtures, which thread_leak_check must not count.
+# Threads of session-scoped fixtures, which the leak check (tests/conftest.py) must not count.
 SESSION_THREADS: set[threading.Thread] = set()
 # Processes of session-scoped fixtures: a session server may be started lazily inside the first
 # test that asks for it, and the leak check must neither report nor kill it.
@@ -204,18 +201,6 @@ def zk_server_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     yield start
     for server in reversed(servers):
         server.stop()
-
-
-@pytest.fixture
-def thread_leak_check():
-    before = set(threading.enumerate())
-    yield
-
-    def new_threads() -> set[threading.Thread]:
-        return set(threading.enumerate()) - before - SESSION_THREADS
-
-    wait_until(lambda: not new_threads(), timeout=10,
-               message=lambda: "threads to end: " + ", ".join(sorted(t.name for t in new_threads())))
 
 
 def expire_session(cluster_state: Any, timeout: float = 15.0) -> int:

@@ -15,7 +15,7 @@ from cluster_state import (
 )
 from cluster_state.auth import PERM_ALL, PERM_READ, digest_id
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("thread_leak_check"), pytest.mark.zk]
+pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 DAEMON = "nimbus:daemon-secret"
 TOPOLOGY = "wc:topology-secret"

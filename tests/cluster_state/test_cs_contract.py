@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 
 @pytest.fixture(params=["memory", "zookeeper"])
-def new_client(request, thread_leak_check):
+def new_client(request):
     factory, close_all = make_backend(request, request.param)
     yield factory
     close_all()

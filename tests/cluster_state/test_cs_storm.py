@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 
 @pytest.fixture(params=["memory", "zookeeper"])
-def new_state(request, thread_leak_check):
+def new_state(request):
     """Factory of StormClusterStates sharing one store/server and root."""
     factory, close_all = make_backend(request, request.param)
     states: list[StormClusterState] = []

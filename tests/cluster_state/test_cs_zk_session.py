@@ -17,7 +17,7 @@ from cluster_state import (
 )
 from cluster_state.zk import ZkClusterState
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("thread_leak_check"), pytest.mark.zk]
+pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
 
 INFO = SupervisorInfo(1700000000, "host-1", "sup-1", [], [6700, 6701], None, 1)
 
