@@ -252,8 +252,7 @@ class Supervisor(Service):
         needed = set(code_to_download(local, downloaded)) if local is not None else set()
         if local is not None:
             # A slot may still ask for code of a topology just unassigned (stale request): skip it.
-            allowed = local.storm_ids | {sid for c in local.conflicts for sid in c.storm_ids}
-            wanted &= allowed
+            wanted &= local.code_kept
         needed |= wanted - downloaded
         if local is not None:
             self._retries.keep_only(needed)

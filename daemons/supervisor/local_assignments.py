@@ -51,6 +51,11 @@ class LocalAssignments:
         return frozenset(la.storm_id for la in self.by_port.values())
 
     @property
+    def code_kept(self) -> frozenset[str]:
+        """Topologies whose code stays here: the assigned ones and those on a conflicted port."""
+        return self.storm_ids.union(*(c.storm_ids for c in self.conflicts))
+
+    @property
     def conflicted_ports(self) -> frozenset[int]:
         return frozenset(c.port for c in self.conflicts)
 
@@ -122,10 +127,7 @@ def code_to_remove(local: LocalAssignments, downloaded: Iterable[str],
                    in_use: Iterable[str] = ()) -> frozenset[str]:
     """Downloaded code no longer needed: not assigned here, not on a conflicted port, and not
     used by a slot still running or killing a worker of it (`in_use`, see slot.storm_ids_in_use)."""
-    keep = local.storm_ids | frozenset(in_use)
-    for conflict in local.conflicts:
-        keep |= frozenset(conflict.storm_ids)
-    return frozenset(downloaded) - keep
+    return frozenset(downloaded) - local.code_kept - frozenset(in_use)
 
 
 def assignments_to_read(versions: Mapping[str, int | None],
