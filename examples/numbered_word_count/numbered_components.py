@@ -160,14 +160,6 @@ class CountWords(BasicBolt):
         collector.emit([msg, pos, word, count])
 
 
-class NumberedSink(SparkSinkBolt):
-    """The Spark sink at the table the topology config names (known only at prepare)."""
-
-    def prepare(self, conf, context, collector):
-        self.path = str(_required(conf, TABLE_KEY))
-        super().prepare(conf, context, collector)
-
-
 SINK_OPTIONS = {
     # (msg, pos) is one word occurrence: a replay's rows are dropped by a dedupe read.
     "dedupe_fields": ["msg", "pos"],
@@ -182,7 +174,7 @@ def build_topology(spouts: int = 2, sink_options=None):
     builder.set_spout("numbers", NumberedSpout(), spouts)
     builder.set_bolt("split", SplitNumbered(), 2).shuffle_grouping("numbers")
     builder.set_bolt("count", CountWords(), 2).fields_grouping("split", ["word"])
-    # The path is a placeholder: NumberedSink.prepare takes numbered.table from the config.
-    builder.set_bolt("store", NumberedSink("numbered-table-from-config", **{**SINK_OPTIONS, **(sink_options or {})}),
+    # The table is numbered.table from the config (required: the sink refuses to prepare without).
+    builder.set_bolt("store", SparkSinkBolt(None, path_key=TABLE_KEY, **{**SINK_OPTIONS, **(sink_options or {})}),
                      1).shuffle_grouping("count")
     return builder.create_topology()

@@ -122,14 +122,6 @@ class CountBolt(Bolt):
                 self.collector.ack(t)
 
 
-class WordCountSink(SparkSinkBolt):
-    """The Spark sink at `wordcount.table` from the topology config when set, else its path."""
-
-    def prepare(self, conf, context, collector):
-        self.path = str(conf.get(TABLE_KEY) or self.path)
-        super().prepare(conf, context, collector)
-
-
 def build_topology(table: str = TABLE, spout=None, sink_options=None):
     """sentences -> split -> count -> store (the Spark sink at `table`)."""
     builder = TopologyBuilder()
@@ -138,7 +130,7 @@ def build_topology(table: str = TABLE, spout=None, sink_options=None):
     builder.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
     # (run, word, count) identifies a count: a replayed one is dropped when the table is read.
     options = {"dedupe_fields": ["run", "word", "count"], "flush_interval_secs": 0.5, **(sink_options or {})}
-    builder.set_bolt("store", WordCountSink(table, **options), 1).shuffle_grouping("count")
+    builder.set_bolt("store", SparkSinkBolt(table, path_key=TABLE_KEY, **options), 1).shuffle_grouping("count")
     return builder.create_topology()
 
 

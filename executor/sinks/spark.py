@@ -121,7 +121,9 @@ def _names(value, what: str) -> list[str] | None:
 class SparkSinkBolt(Bolt):
     """Writes its input tuples to a Spark table in batches; acks them once committed.
 
-    path                 the table's local directory (created if missing)
+    path                 the table's local directory (created if missing); None when path_key names it
+    path_key             a topology config key that, when set, names the table instead of `path`
+                         (read at prepare, so `-c KEY=PATH` at submit reaches every worker)
     fields               the input fields to store, in this order (default: all declared fields)
     format               "parquet" (default), "orc" or "json"
     batch_size           buffered tuples that trigger a write
@@ -135,13 +137,18 @@ class SparkSinkBolt(Bolt):
                          (default: min(0.1, flush_interval_secs))
     """
 
-    def __init__(self, path: str | os.PathLike, fields: Iterable[str] | None = None, format: str = "parquet",
+    def __init__(self, path: str | os.PathLike | None, fields: Iterable[str] | None = None, format: str = "parquet",
                  batch_size: int = 10_000, flush_interval_secs: float = 1.0,
                  partition_by: Iterable[str] | None = None, dedupe_fields: Iterable[str] | None = None,
-                 schema: str | None = None, max_pending_batches: int = 4, tick_secs: float | None = None):
+                 schema: str | None = None, max_pending_batches: int = 4, tick_secs: float | None = None,
+                 path_key: str | None = None):
         # Plain data only: the bolt is deep-copied per task; Spark and threads start in prepare().
-        self.path = os.fspath(path)
-        L.table_dir(self.path)  # rejects remote URLs now, not in the worker
+        if path is None and not path_key:
+            raise ValueError("SparkSinkBolt needs a table path, or path_key naming the config key that holds it")
+        self.path_key = path_key
+        self.path = None if path is None else os.fspath(path)
+        if self.path is not None:
+            L.table_dir(self.path)  # rejects remote URLs now, not in the worker
         self.fields = _names(fields, "fields")
         if format not in FORMATS:
             raise ValueError(f"SparkSinkBolt format must be one of {FORMATS}, got {format!r}")
@@ -172,12 +179,12 @@ class SparkSinkBolt(Bolt):
     def _check_columns(self, columns: list[str]) -> None:
         clash = [c for c in columns if c in L.AUDIT_COLUMNS]
         if clash:
-            raise ValueError(f"SparkSinkBolt for {self.path}: fields {clash} clash with the audit columns "
+            raise ValueError(f"SparkSinkBolt for {self.path or self.path_key}: fields {clash} clash with the audit columns "
                              f"{list(L.AUDIT_COLUMNS)}; rename them upstream or select others with fields=")
         for what, names in (("partition_by", self.partition_by), ("dedupe_fields", self.dedupe_fields or [])):
             missing = [n for n in names if n not in columns]
             if missing:
-                raise ValueError(f"SparkSinkBolt for {self.path}: {what} names {missing}, "
+                raise ValueError(f"SparkSinkBolt for {self.path or self.path_key}: {what} names {missing}, "
                                  f"which are not among the columns {columns}")
 
     def get_component_configuration(self) -> dict[str, Any]:
@@ -197,6 +204,12 @@ class SparkSinkBolt(Bolt):
         return list(declared.pop())
 
     def prepare(self, conf, context, collector) -> None:
+        if self.path_key and conf.get(self.path_key) not in (None, ""):
+            self.path = os.fspath(conf[self.path_key])
+            L.table_dir(self.path)
+        elif self.path is None:
+            raise ValueError(f"SparkSinkBolt {context.this_component_id!r}: no table: set {self.path_key} in the "
+                             f"topology config (-c {self.path_key}=PATH)")
         self._collector = collector
         self._task = context.this_task_id
         self._columns = self.fields or self._input_columns(context)

@@ -137,6 +137,35 @@ def _pump(bolt, until, timeout=10.0):
     poll(step, timeout=timeout, interval=0.005, message="sink to hand back results")
 
 
+def _prepare_with(bolt, conf):
+    collector = FakeCollector()
+    collector.thread = threading.current_thread()
+    bolt.prepare(conf, SimpleNamespace(this_task_id=7, this_component_id="store", topology=None), collector)
+
+
+def test_path_key_names_the_table_from_the_topology_config_else_the_path():
+    named = GatedSink("/default", fields=["id", "word"], path_key="my.table")
+    _prepare_with(named, {"my.table": "/from/config"})
+    try:
+        assert named.path == "/from/config"
+    finally:
+        named.cleanup()
+    unset = GatedSink("/default", fields=["id", "word"], path_key="my.table")
+    _prepare_with(unset, {})
+    try:
+        assert unset.path == "/default"
+    finally:
+        unset.cleanup()
+
+
+def test_a_table_only_from_the_config_is_required_there():
+    with pytest.raises(ValueError, match="path_key"):
+        SparkSinkBolt(None)
+    bolt = GatedSink(None, fields=["id", "word"], path_key="my.table")
+    with pytest.raises(ValueError, match=r"'store'.*-c my\.table=PATH"):
+        _prepare_with(bolt, {})
+
+
 def test_acks_only_after_the_commit_and_batches_by_size():
     bolt = GatedSink("/unused", fields=["id", "word"], batch_size=3, flush_interval_secs=60)
     c = _prepare(bolt)
