@@ -29,6 +29,13 @@ def _safe(part: str, what: str) -> str:
     return part
 
 
+def hostname(conf: Mapping[str, Any]) -> str:
+    """The name this machine's daemons and workers advertise: storm.local.hostname, else the OS's."""
+    import socket
+
+    return str(conf.get("storm.local.hostname") or socket.gethostname())
+
+
 def local_dir(conf: Mapping[str, Any]) -> Path:
     return Path(os.path.abspath(str(conf["storm.local.dir"])))
 

@@ -155,7 +155,7 @@ class WorkerProcess(Service):
 
     @property
     def host(self) -> str:
-        return str(self.supervisor_conf.get("storm.local.hostname") or _hostname())
+        return local_layout.hostname(self.supervisor_conf)
 
     def _write_pid(self) -> None:
         pids = local_layout.worker_pids(self.supervisor_conf, self.worker_id)
@@ -254,9 +254,3 @@ class WorkerProcess(Service):
     def _disconnect(self) -> None:
         self._flush_errors()  # a dying executor's error reaches ZooKeeper before we go
         self.cluster.disconnect()
-
-
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()

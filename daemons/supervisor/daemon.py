@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import socket
 import threading
 import time
 import uuid
@@ -76,10 +75,6 @@ SYNC_SUPERVISOR_SECS = 10.0  # seed: synchronize-supervisor every 10 s besides t
 _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (no busy loop)
 
 
-def supervisor_hostname(conf: Mapping[str, Any]) -> str:
-    return str(conf.get("storm.local.hostname") or socket.gethostname())
-
-
 class Supervisor(Service):
     def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command,
                  worker_launcher: Any = None, code: Any = None,
@@ -87,7 +82,7 @@ class Supervisor(Service):
         super().__init__("supervisor")
         self.conf = dict(conf)
         self.ports = tuple(sorted({int(p) for p in conf["supervisor.slots.ports"]}))
-        self.hostname = supervisor_hostname(conf)
+        self.hostname = local_layout.hostname(conf)
         self.slot_conf = SlotConfig.from_conf(conf)
         self.supervisor_id: str | None = None
         self.cluster = None
