@@ -42,25 +42,35 @@ def assert_threads_gone(prefixes: tuple[str, ...], timeout: float = 10.0) -> Non
     wait_until(gone, timeout=timeout, message=lambda: f"threads to stop; left behind: {left}")
 
 
-def storm_py(*args: str, conf_dir: Path | None = None, timeout: float = 60,
-             check: int | None = None) -> subprocess.CompletedProcess:
-    """`python -m daemons.cli ARGS [--conf-dir DIR]` from the checkout; asserts the exit code when
-    `check` is given."""
+def storm_py(*args: str, conf_dir: Path | None = None, cwd: Path | str = ROOT, env_extra: dict | None = None,
+             timeout: float = 60, check: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m daemons.cli ARGS [--conf-dir DIR]` (from the checkout unless `cwd` says where,
+    never reading the user's $STORM_CONF_DIR); asserts the exit code when `check` is given."""
     cmd = [sys.executable, "-m", "daemons.cli", *args]
     if conf_dir is not None:
         cmd += ["--conf-dir", str(conf_dir)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=CLI_ENV)
+    env = {k: v for k, v in CLI_ENV.items() if k != "STORM_CONF_DIR"}
+    env.update(env_extra or {})
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env,
+                         stdin=subprocess.DEVNULL)
     if check is not None:
         assert out.returncode == check, (args, out.returncode, out.stdout, out.stderr)
     return out
 
 
-def one_error_line(out: subprocess.CompletedProcess) -> str:
-    """A failed CLI run printed exactly one `error:` line (returned) and no traceback."""
-    assert out.returncode != 0, out.stdout
-    assert "Traceback" not in out.stderr, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+def error_lines(out: subprocess.CompletedProcess) -> list[str]:
+    return [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+
+
+def one_error_line(out: subprocess.CompletedProcess, *names: str, code: int | None = None) -> str:
+    """A failed CLI run (with exit `code` if given) printed exactly one `error:` line (returned)
+    naming every one of `names`, and no traceback."""
+    assert out.returncode != 0 if code is None else out.returncode == code, (out.returncode, out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr + out.stdout, out.stderr
+    lines = error_lines(out)
     assert len(lines) == 1, out.stderr
+    for name in names:
+        assert name in lines[0], (name, lines[0])
     return lines[0]
 
 

@@ -4,7 +4,6 @@ non-zero exit, no traceback; tiny topologies in tmp_path (no Spark, no ZooKeeper
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,8 @@ import textwrap
 
 import click
 import pytest
+from testutil import CLI_ENV, error_lines, one_error_line
+from testutil import storm_py as _storm_py
 
 from daemons.cli import main as cli_main
 
@@ -19,27 +20,11 @@ pytestmark = [pytest.mark.timeout(90), pytest.mark.cluster]
 
 
 def _env():
-    return {k: v for k, v in os.environ.items() if k != "STORM_CONF_DIR"}
+    return {k: v for k, v in CLI_ENV.items() if k != "STORM_CONF_DIR"}
 
 
 def storm_py(*args, cwd=None, timeout=60):
-    return subprocess.run([sys.executable, "-m", "daemons.cli", *args], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def error_lines(out) -> list[str]:
-    return [line for line in out.stderr.splitlines() if line.startswith("error:")]
-
-
-def one_error(out, *names, code=None) -> str:
-    """Failed (with `code` if given) printing exactly one `error:` line naming every name, no traceback."""
-    assert out.returncode != 0 if code is None else out.returncode == code, (out.returncode, out.stderr)
-    lines = error_lines(out)
-    assert len(lines) == 1, out.stderr
-    for name in names:
-        assert name in lines[0], (name, lines[0])
-    assert "Traceback" not in out.stderr + out.stdout
-    return lines[0]
+    return _storm_py(*args, cwd=cwd, timeout=timeout)
 
 
 # ---------------------------------------------------------------- -h everywhere
@@ -70,20 +55,20 @@ def test_version_command():
 
 
 def test_unknown_command():
-    one_error(storm_py("frobnicate"), "frobnicate", code=2)
+    one_error_line(storm_py("frobnicate"), "frobnicate", code=2)
 
 
 def test_missing_argument():
-    one_error(storm_py("local"), "FILE", code=2)
+    one_error_line(storm_py("local"), "FILE", code=2)
 
 
 def test_unknown_option():
-    one_error(storm_py("local", "x.py", "--nope"), "--nope", code=2)
+    one_error_line(storm_py("local", "x.py", "--nope"), "--nope", code=2)
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "-inf", "soon", "0.0"])
 def test_bad_duration(value, tmp_path):
-    one_error(storm_py("local", "whatever.py", "--duration", value, cwd=tmp_path), "--duration", value, code=2)
+    one_error_line(storm_py("local", "whatever.py", "--duration", value, cwd=tmp_path), "--duration", value, code=2)
 
 
 # ---------------------------------------------------------------- bad topology files
@@ -96,44 +81,44 @@ def _file(tmp_path, text, name="topo.py"):
 
 
 def test_missing_file(tmp_path):
-    one_error(storm_py("local", str(tmp_path / "nope.py"), cwd=tmp_path), str(tmp_path / "nope.py"))
+    one_error_line(storm_py("local", str(tmp_path / "nope.py"), cwd=tmp_path), str(tmp_path / "nope.py"))
 
 
 def test_directory_instead_of_file(tmp_path):
-    one_error(storm_py("local", str(tmp_path), cwd=tmp_path), str(tmp_path), "not a file")
+    one_error_line(storm_py("local", str(tmp_path), cwd=tmp_path), str(tmp_path), "not a file")
 
 
 def test_file_calling_sys_exit(tmp_path):
     f = _file(tmp_path, "import sys\nsys.exit(3)\n")
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit(3)")
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit(3)")
 
 
 def test_file_calling_sys_exit_zero(tmp_path):
     f = _file(tmp_path, "raise SystemExit\n")
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit")
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit")
 
 
 def test_file_raising_names_file_exception_and_line(tmp_path):
     f = _file(tmp_path, "x = 1\n\nraise ValueError('bad setting in user code')\n")
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ValueError",
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ValueError",
               "bad setting in user code", f"{f}:3")
 
 
 def test_file_raising_in_a_sibling_module_names_the_sibling_line(tmp_path):
     _file(tmp_path, "def boom():\n    return 1 / 0\n", name="helpers.py")
     f = _file(tmp_path, "from helpers import boom\nboom()\n")
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ZeroDivisionError",
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ZeroDivisionError",
               f"{tmp_path / 'helpers.py'}:2")
 
 
 def test_file_with_syntax_error(tmp_path):
     f = _file(tmp_path, "def broken(:\n")
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "SyntaxError")
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "SyntaxError")
 
 
 def test_file_importing_a_missing_module(tmp_path):
     f = _file(tmp_path, "import no_such_module_here\n")
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "no_such_module_here")
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "no_such_module_here")
 
 
 @pytest.mark.parametrize("text,names", [
@@ -152,7 +137,7 @@ def test_file_importing_a_missing_module(tmp_path):
 ])
 def test_not_a_topology(tmp_path, text, names):
     f = _file(tmp_path, text)
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), *names)
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), *names)
 
 
 # ---------------------------------------------------------------- the run loop
@@ -243,7 +228,7 @@ def test_reported_errors_without_a_death_exit_non_zero_once(tmp_path):
     out = storm_py("local", str(f), "--duration", "2", cwd=tmp_path)
     assert out.returncode != 0
     assert "summary:" in out.stdout
-    line = one_error(out, "'sink'", "ValueError: odd input seen")
+    line = one_error_line(out, "'sink'", "ValueError: odd input seen")
     assert "times" in line  # reported many times, printed once
 
 

@@ -4,32 +4,17 @@ ZooKeeper (`localconfvalue` loads the config and nothing else)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from testutil import one_error_line
+from testutil import storm_py as _storm_py
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def storm_py(*args, cwd=None, env_extra=None, timeout=30):
-    env = {k: v for k, v in os.environ.items() if k != "STORM_CONF_DIR"}
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "daemons.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def one_error(out, *names) -> str:
-    """The run failed with exactly one `error:` line naming every one of `names`, no traceback."""
-    assert out.returncode != 0, out.stdout + out.stderr
-    lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, out.stderr
-    for name in names:
-        assert name in lines[0], (name, lines[0])
-    assert "Traceback" not in out.stderr + out.stdout
-    return lines[0]
+    return _storm_py(*args, cwd=cwd, env_extra=env_extra, timeout=timeout)
 
 
 OUT_OF_RANGE = [
@@ -82,7 +67,7 @@ WRONG_TYPE = [
 
 @pytest.mark.parametrize("key,value", OUT_OF_RANGE + WRONG_TYPE)
 def test_refused_value_via_c_names_key_value_and_source(key, value):
-    line = one_error(storm_py("localconfvalue", key, "-c", f"{key}={value}"), key, "-c")
+    line = one_error_line(storm_py("localconfvalue", key, "-c", f"{key}={value}"), key, "-c")
     assert "must" in line  # says what is allowed
 
 
@@ -90,28 +75,28 @@ def test_refused_value_via_c_names_key_value_and_source(key, value):
                                        ("topology.debug", "3")])
 def test_refused_value_in_storm_yaml_names_the_file(tmp_path, key, value):
     (tmp_path / "storm.yaml").write_text(f"{key}: {value}\n")
-    one_error(storm_py("localconfvalue", key, "--conf-dir", str(tmp_path)), key, str(tmp_path / "storm.yaml"))
+    one_error_line(storm_py("localconfvalue", key, "--conf-dir", str(tmp_path)), key, str(tmp_path / "storm.yaml"))
 
 
 def test_refused_value_from_storm_conf_dir_names_the_env_var(tmp_path):
     (tmp_path / "storm.yaml").write_text("topology.message.timeout.secs: 0\n")
-    one_error(storm_py("localconfvalue", "topology.workers", env_extra={"STORM_CONF_DIR": str(tmp_path)}),
+    one_error_line(storm_py("localconfvalue", "topology.workers", env_extra={"STORM_CONF_DIR": str(tmp_path)}),
               "topology.message.timeout.secs", "$STORM_CONF_DIR", str(tmp_path / "storm.yaml"))
 
 
 def test_storm_conf_dir_not_a_directory(tmp_path):
-    one_error(storm_py("localconfvalue", "topology.workers", env_extra={"STORM_CONF_DIR": str(tmp_path / "no")}),
+    one_error_line(storm_py("localconfvalue", "topology.workers", env_extra={"STORM_CONF_DIR": str(tmp_path / "no")}),
               "$STORM_CONF_DIR", str(tmp_path / "no"))
 
 
 def test_conf_dir_without_storm_yaml(tmp_path):
-    one_error(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
+    one_error_line(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
               "--conf-dir", str(tmp_path), "storm.yaml")
 
 
 def test_duplicate_key_in_storm_yaml_names_key_and_file(tmp_path):
     (tmp_path / "storm.yaml").write_text("topology.workers: 2\ntopology.debug: false\ntopology.workers: 4\n")
-    one_error(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
+    one_error_line(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
               "'topology.workers'", str(tmp_path / "storm.yaml"), "twice")
 
 
@@ -119,13 +104,13 @@ def test_duplicate_key_in_storm_yaml_names_key_and_file(tmp_path):
                                   "\tbad: indent\n"])
 def test_malformed_storm_yaml_names_the_file(tmp_path, text):
     (tmp_path / "storm.yaml").write_text(text)
-    one_error(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
+    one_error_line(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
               str(tmp_path / "storm.yaml"))
 
 
 def test_storm_yaml_not_utf8_names_the_file(tmp_path):
     (tmp_path / "storm.yaml").write_bytes(b"topology.workers: \xff\xfe\n")
-    one_error(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
+    one_error_line(storm_py("localconfvalue", "topology.workers", "--conf-dir", str(tmp_path)),
               str(tmp_path / "storm.yaml"))
 
 
@@ -135,7 +120,7 @@ def test_storm_yaml_not_utf8_names_the_file(tmp_path):
 ])
 def test_malformed_zookeeper_servers_entry_names_key_and_entry(tmp_path, servers, entry):
     (tmp_path / "storm.yaml").write_text(f"storm.zookeeper.servers: {servers}\n")
-    one_error(storm_py("localconfvalue", "storm.zookeeper.servers", "--conf-dir", str(tmp_path)),
+    one_error_line(storm_py("localconfvalue", "storm.zookeeper.servers", "--conf-dir", str(tmp_path)),
               "storm.zookeeper.servers", entry)
 
 
@@ -146,11 +131,11 @@ def test_malformed_zookeeper_servers_entry_names_key_and_entry(tmp_path, servers
     ("my.map={a: 1, a: 2}", ["my.map", "'a'"]),
 ])
 def test_malformed_c_option(item, names):
-    one_error(storm_py("localconfvalue", "topology.workers", "-c", item), *names)
+    one_error_line(storm_py("localconfvalue", "topology.workers", "-c", item), *names)
 
 
 def test_unknown_localconfvalue_key():
-    one_error(storm_py("localconfvalue", "no.such.key"), "no.such.key")
+    one_error_line(storm_py("localconfvalue", "no.such.key"), "no.such.key")
 
 
 def test_localconfvalue_names_where_each_value_came_from(tmp_path):
@@ -196,11 +181,11 @@ TOPOLOGY = textwrap.dedent('''
 def test_refused_value_in_the_topology_files_config_names_the_file(tmp_path, conf, key):
     f = tmp_path / "topo.py"
     f.write_text(TOPOLOGY.replace("CONFIG", repr(conf)))
-    one_error(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), key, "topology file", str(f))
+    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), key, "topology file", str(f))
 
 
 def test_refused_c_value_wins_over_a_valid_topology_config(tmp_path):
     f = tmp_path / "topo.py"
     f.write_text(TOPOLOGY.replace("CONFIG", repr({"topology.max.spout.pending": 5})))
-    one_error(storm_py("local", str(f), "--duration", "5", "-c", "topology.max.spout.pending=-1", cwd=tmp_path),
+    one_error_line(storm_py("local", str(f), "--duration", "5", "-c", "topology.max.spout.pending=-1", cwd=tmp_path),
               "topology.max.spout.pending", "-c")
