@@ -31,20 +31,15 @@ class DecodeError(ValueError):
 
 
 def pack_batch(entries: list) -> bytes:
+    """A batch as one msgpack array of rows: [task, TUPLE, source_task, stream, values,
+    anchors] (anchors: the root -> edge map as a msgpack map, or nil) or [task, *control]."""
     rows = []
     append = rows.append
     for task, p in entries:
         if type(p) is tuple:
             append([task, *p])
         else:
-            a2i = p.anchors_to_ids
-            flat = None
-            if a2i:
-                flat = []
-                for root, edge in a2i.items():
-                    flat.append(root)
-                    flat.append(edge)
-            append([task, TUPLE, p.source_task, p.source_stream, p.values, flat])
+            append([task, TUPLE, p.source_task, p.source_stream, p.values, p.anchors_to_ids])
     return _packer.pack(rows)
 
 
@@ -57,27 +52,28 @@ def unpack_batch(data: bytes, resolve: Resolver) -> list:
     if not isinstance(rows, list):
         raise DecodeError(f"tuple batch is a {type(rows).__name__}, not a list")
     out = []
+    append = out.append
     cache: dict = {}
     for row in rows:
         if type(row) is not list or len(row) < 2:
             raise DecodeError(f"malformed tuple row {row!r}")
         try:
-            task, kind = row[0], row[1]
+            kind = row[1]
             if kind == TUPLE:
-                src, stream, values, flat = row[2], row[3], row[4], row[5]
-                key = (src, stream)
-                meta = cache.get(key)
+                task, _kind, src, stream, values, a2i = row
+                meta = cache.get((src, stream))
                 if meta is None:
-                    meta = cache[key] = resolve(src, stream)
-                a2i = None
-                if flat:
-                    a2i = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
-                out.append((task, Tuple(values, src, stream, meta[0], meta[1], a2i)))
+                    meta = cache[(src, stream)] = resolve(src, stream)
+                if a2i is not None and type(a2i) is not dict:
+                    raise DecodeError(f"malformed tuple row {row!r}: anchors are not a map")
+                append((task, Tuple(values, src, stream, meta[0], meta[1], a2i or None)))
             else:
                 if _CONTROL_LEN.get(kind) != len(row) - 1:
                     raise DecodeError(f"malformed control row {row!r}")
-                out.append((task, tuple(row[1:])))
-        except (IndexError, TypeError, KeyError) as exc:
+                append((row[0], tuple(row[1:])))
+        except (ValueError, IndexError, TypeError, KeyError) as exc:
+            if isinstance(exc, DecodeError):
+                raise
             raise DecodeError(f"malformed tuple row {row!r}: {exc}") from None
     return out
 

@@ -143,7 +143,8 @@ def test_unknown_source_stream_from_resolver_is_a_decode_error():
     msgpack.packb(5),
     msgpack.packb([[1]]),  # row too short
     msgpack.packb([[1, TUPLE, 3, "default"]]),  # tuple row too short
-    msgpack.packb([[1, TUPLE, 3, "default", ["x", 1], [1, 2, 3]]]),  # odd anchors list
+    msgpack.packb([[1, TUPLE, 3, "default", ["x", 1], [1, 2, 3]]]),  # anchors not a map
+    msgpack.packb([[1, TUPLE, 3, "default", ["x", 1], None, 7]]),  # tuple row too long
     msgpack.packb([5]),  # row is not a list
     msgpack.packb([{"x": 1}]),
     pack_batch([(1, _tuple(["x", 1]))])[:-3],  # truncated real batch
