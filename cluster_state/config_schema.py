@@ -231,6 +231,8 @@ SCHEMA: dict[str, Rule] = {
     "topology.spout.recvq.skips": _int(1),
     "topology.executor.receive.buffer.size": _int(1),
     "topology.producer.batch.size": _int(1),
+    "topology.executor.thread.mode": Rule("str", choices=("shared", "dedicated")),
+    "topology.executor.blocking.step.millis": _positive(nullable=True),
     "topology.transfer.buffer.size": _int(1),
     "topology.executor.receive.buffer.bytes": _int(1),
     "topology.max.tuple.size.bytes": _int(1),

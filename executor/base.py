@@ -1,5 +1,5 @@
-"""What spout, bolt and acker executors share: the thread, output batching, pendingEmits,
-back-pressure, error reporting and stats."""
+"""What spout, bolt and acker executors share: the step protocol their runners drive, output
+batching, pendingEmits, back-pressure, error reporting and stats."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from executor.errors import ClearError, ComponentError, EmitError
 from executor.receive_queue import ReceiveQueue
+from executor.scheduling import DONE, INACTIVE
 from executor.serialization import LARGE_VALUE, batch_bytes, measure_values
 from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
 
@@ -46,6 +47,7 @@ class ExecutorWiring:
     slot_queues: list                        # destination queues (local executors, transfer queue)
     task_slot: dict[int, int]                # any task id -> index into slot_queues
     acker_tasks: list[int]
+    local_tasks: frozenset[int]              # the tasks of this worker (ackers among them: see spout.py)
     status: TopologyStatus
     report_error: Callable[[str, int, BaseException], None]
     on_die: Callable[[ComponentError], None]
@@ -79,12 +81,11 @@ class ExecutorBase:
         self._n_ackers = len(self._acker_tasks)
         self._has_ackers = self._n_ackers > 0
         self._listener = w.emit_listener
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         # Back-pressure waits for room downstream, not for input: sleeping on our own queue would
         # return at once while input is queued, and a spinning producer starves (GIL) the very
         # consumer it waits for.
-        self._bp_wait = make_wait_strategy(w.conf, BACK_PRESSURE_WAIT, time.sleep)
+        self.bp_wait = make_wait_strategy(w.conf, BACK_PRESSURE_WAIT, time.sleep)
+        self.idle_wait = None  # the spout's or bolt's wait strategy (set by the subclass)
         self._where = "startup"
         self._cur_task = self.task_ids[0]
         self.prepared = False
@@ -107,53 +108,39 @@ class ExecutorBase:
         s, e = self.executor_id
         return f"{self.component_id}[{s}-{e}]"
 
-    # ---- lifecycle ----
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name=f"executor-{self.name}", daemon=True)
-        self._thread.start()
-
-    def signal_stop(self) -> None:
-        self._stop.set()
-        self.queue.wake()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self.signal_stop()
-        t = self._thread
-        if t is not None and t is not threading.current_thread():
-            t.join(timeout)
-            if t.is_alive():
-                log.warning("executor %s did not stop within %.1fs", self.name, timeout)
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
+    # ---- lifecycle (driven by a runner, executor/scheduling.py) ----
+    def run_step(self) -> int:
+        """One turn: open/prepare once the topology is active (seed 000), then one step of the
+        loop. Returns a step outcome (executor/scheduling.py); DONE once the executor died."""
         try:
-            if self._wait_for_activation():
+            if not self.prepared:
+                if not self.status.active:
+                    return INACTIVE
                 self._prepare()
                 self.prepared = True
-                self._loop()
+            return self.step()
         except Exception as exc:  # user code (or a bug): die loudly, never swallow
             self._die(exc)
-        finally:
+            return DONE
+
+    def finish(self) -> None:
+        """After the last step, on the runner's thread: flush what is buffered and close/cleanup
+        the components (not after a death: they are in an unknown state)."""
+        try:
             if self.prepared and self.dead is None:
-                self._shutdown_components()
+                try:
+                    self._flush()
+                except Exception as exc:
+                    self._die(exc)
+                if self.dead is None:
+                    self._shutdown_components()
+        finally:
             self.stopped.set()
 
-    def _wait_for_activation(self) -> bool:
-        # Seed 000: open/prepare only once the topology is active.
-        while not self.status.active:
-            if self._stop.wait(0.05):
-                return False
-        return not self._stop.is_set()
-
-    def _prepare(self) -> None:
+    def step(self) -> int:
         raise NotImplementedError
 
-    def _loop(self) -> None:
+    def _prepare(self) -> None:
         raise NotImplementedError
 
     def _shutdown_components(self) -> None:

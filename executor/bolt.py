@@ -9,6 +9,7 @@ from random import getrandbits
 from executor.acker import ACK, AckerLedger
 from executor.base import ExecutorBase
 from executor.errors import EmitError, FailedException
+from executor.scheduling import BLOCKED, BUSY, IDLE
 from executor.serialization import (
     ACKER_ACK,
     ACKER_FAIL,
@@ -183,7 +184,7 @@ class BoltExecutor(ExecutorBase):
 
     def __init__(self, w):
         super().__init__(w)
-        self._bolt_wait = make_wait_strategy(self.conf, BOLT_WAIT, self.queue.wait)
+        self.idle_wait = make_wait_strategy(self.conf, BOLT_WAIT, self.queue.wait)
         # On a stream cycle, blocking input while the output is full can deadlock the cycle; with
         # acking and max spout pending the tuple trees in flight are bounded, so pendingEmits is
         # too, and the executor keeps consuming instead (beyond Storm, which deadlocks here).
@@ -265,41 +266,29 @@ class BoltExecutor(ExecutorBase):
                 objs[task].execute(tup)
         self.executed += len(batch)
 
-    def _loop(self) -> None:
-        stopped = self._stop.is_set
-        queue = self.queue
-        pe = self._pending_emits
-        bp_wait = self._bp_wait.idle
-        idle_wait = self._bolt_wait.idle
-        process = self._process
-        monotonic = time.monotonic
-        bp_idle = idle = 0
-        consume_when_blocked = self._consume_when_blocked
-        while not stopped():
-            if self._new_routes is not None:
-                self._apply_routes()
-            if pe and not self._try_flush_pending():
-                # Back-pressured: still take system tuples (ticks), so that timeouts, flushes and
-                # rotations keep happening while the data path is full.
-                for batch in queue.consume_system():
-                    process(batch)
-                    self._flush()
-                if not consume_when_blocked:
-                    bp_idle = bp_wait(bp_idle)
-                    continue
-            else:
-                bp_idle = 0
-            batches = queue.consume(_CONSUME_MAX)
-            if not batches:
-                idle = idle_wait(idle)
-                continue
-            idle = 0
-            started = monotonic()  # timed per consume, not per tuple: execute latency for the stats
-            for batch in batches:
+    def step(self) -> int:
+        """One turn of the bolt loop: flush pendingEmits, consume a batch, execute it, flush."""
+        if self._new_routes is not None:
+            self._apply_routes()
+        if self._pending_emits and not self._try_flush_pending():
+            # Back-pressured: still take system tuples (ticks), so that timeouts, flushes and
+            # rotations keep happening while the data path is full.
+            process = self._process
+            for batch in self.queue.consume_system():
                 process(batch)
-            self.execute_secs += monotonic() - started
-            self._flush()
+                self._flush()
+            if not self._consume_when_blocked:
+                return BLOCKED
+        batches = self.queue.consume(_CONSUME_MAX)
+        if not batches:
+            return IDLE
+        process = self._process
+        started = time.monotonic()  # timed per consume, not per tuple: execute latency for the stats
+        for batch in batches:
+            process(batch)
+        self.execute_secs += time.monotonic() - started
         self._flush()
+        return BUSY
 
     def _shutdown_components(self) -> None:
         for task in self.task_ids:

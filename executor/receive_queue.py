@@ -118,6 +118,11 @@ class ReceiveQueue:
         """For a consumer that waits on a shared event itself: publishes set it while True."""
         self._waiting = waiting
 
+    def use_own_event(self) -> None:
+        """Stop sharing the event given at construction (the consumer now waits on this queue
+        alone); called by the consumer before it next waits."""
+        self._event = threading.Event()
+
     def wake(self) -> None:
         self._event.set()
 

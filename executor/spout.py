@@ -10,6 +10,7 @@ from random import getrandbits
 
 from executor.base import ExecutorBase
 from executor.rotating_map import RotatingMap
+from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
 from executor.serialization import ACKER_INIT, LARGE_VALUE, SCALAR_TYPES, SPOUT_ACK, SPOUT_FAIL
 from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import SPOUT_WAIT, make_wait_strategy
@@ -67,10 +68,18 @@ class SpoutExecutor(ExecutorBase):
         msp = conf.get("topology.max.spout.pending")
         self.max_pending = int(msp) * len(self.task_ids) if msp else 0
         self._skips = max(1, int(conf["topology.spout.recvq.skips"]))
-        self._spout_wait = make_wait_strategy(conf, SPOUT_WAIT, self.queue.wait)
+        self.idle_wait = make_wait_strategy(conf, SPOUT_WAIT, self.queue.wait)
+        self.burst = 1  # next_tuple calls per step; a shared runner raises it (executor/scheduling.py)
+        self._skip = self._skips
+        self._last_active = False
+        self._last_flush = time.monotonic()
         self._sample_rate = float(conf["topology.stats.sample.rate"])
         self.latencies: deque = deque(maxlen=20000)  # sampled complete latencies, seconds
         self._objs = [w.objs[t] for t in self.task_ids]
+        # The acker this executor's roots go to when one runs in this worker (spread over them).
+        local = [i for i, t in enumerate(self._acker_tasks) if t in w.local_tasks]
+        self._local_acker = local[self.task_ids[0] % len(local)] if local else None
+        self._root_bits = 64 - max(1, self._n_ackers).bit_length()  # root < 2**64
         self._debug = bool(conf.get("topology.debug"))
 
     # ---- emit path (hot) ----
@@ -85,7 +94,10 @@ class SpoutExecutor(ExecutorBase):
         fields = out.fields
         comp = self.component_id
         if msg_id is not None and self._has_ackers and targets:
-            root = getrandbits(64)
+            local = self._local_acker
+            # Every party picks a root's acker as acker_tasks[root % n]: a root drawn as a multiple
+            # of n plus the index of an acker in this worker keeps init and ack-to-spout local.
+            root = getrandbits(self._root_bits) * self._n_ackers + local if local is not None else getrandbits(64)
             xor = 0
             for t in targets:
                 eid = getrandbits(64)
@@ -169,78 +181,67 @@ class SpoutExecutor(ExecutorBase):
             (obj.activate if active else obj.deactivate)()
         log.info("%s spout %s", "Activated" if active else "Deactivated", self.name)
 
-    def _loop(self) -> None:
-        stopped = self._stop.is_set
-        queue = self.queue
-        status = self.status
-        objs = self._objs
-        tasks = self.task_ids
-        single = len(objs) == 1
-        skips_max = self._skips
-        skips = skips_max
-        max_pending = self.max_pending
-        pending = self.pending
+    def step(self) -> int:
+        """One turn of the spout loop (seed 002 SpoutExecutor.call): acks and fails from the
+        receive queue every `topology.spout.recvq.skips` turns, activation changes, then up to
+        `burst` next_tuple calls while they emit, pendingEmits is empty and max pending allows."""
+        if self._new_routes is not None:
+            self._apply_routes()
+        received = 0
+        if self._skip >= self._skips:
+            self._skip = 0
+            batches = self.queue.consume()
+            if batches:
+                received = self._process(batches)
+        self._skip += 1
+        if not self.status.active:
+            if self._last_active:
+                self._last_active = False
+                self._set_active(False)
+            self._flush()
+            self._skip = self._skips
+            return INACTIVE
+        if not self._last_active:
+            self._last_active = True
+            self._set_active(True)
         pe = self._pending_emits
-        bp_wait = self._bp_wait.idle
-        sw_wait = self._spout_wait.idle
-        monotonic = time.monotonic
-        bp_idle = sw_idle = 0
-        last_active = False
-        last_flush = monotonic()
-        while not stopped():
-            if self._new_routes is not None:
-                self._apply_routes()
-            received = 0
-            if skips >= skips_max:
-                skips = 0
-                batches = queue.consume()
-                if batches:
-                    received = self._process(batches)
-            skips += 1
-            if not status.active:
-                if last_active:
-                    last_active = False
-                    self._set_active(False)
-                self._flush()
-                queue.wait(0.1)
-                skips = skips_max
-                continue
-            if not last_active:
-                last_active = True
-                self._set_active(True)
-            pe_empty = not pe or self._try_flush_pending()
-            reached = max_pending and pending.size() >= max_pending
-            no_emits = True
-            if pe_empty and not reached:
+        no_emits = True
+        if not pe or self._try_flush_pending():
+            max_pending = self.max_pending
+            pending = self.pending
+            objs = self._objs
+            self._where = "next_tuple"
+            for _ in range(self.burst):
+                if max_pending and pending.size() >= max_pending:
+                    break
                 before = self.emitted
-                self._where = "next_tuple"
-                if single:
+                if len(objs) == 1:
                     objs[0].next_tuple()
                 else:
-                    for task, obj in zip(tasks, objs):
+                    for task, obj in zip(self.task_ids, objs):
                         self._cur_task = task
                         obj.next_tuple()
-                no_emits = before == self.emitted
-            if received > 1:
-                continue
-            if pe:
-                self._flush()
-                bp_idle = bp_wait(bp_idle)
-                skips = skips_max
-                continue
-            bp_idle = 0
-            if no_emits:
-                self._flush()
-                last_flush = monotonic()
-                sw_idle = sw_wait(sw_idle)
-                skips = skips_max
-                continue
-            sw_idle = 0
-            now = monotonic()
-            if now - last_flush >= _FLUSH_INTERVAL:
-                self._flush()
-                last_flush = now
-        self._flush()
+                if before == self.emitted:
+                    break
+                no_emits = False
+                if pe:
+                    break
+        if received > 1:
+            return BUSY
+        if pe:
+            self._flush()
+            self._skip = self._skips
+            return BLOCKED
+        now = time.monotonic()
+        if no_emits:
+            self._flush()
+            self._last_flush = now
+            self._skip = self._skips
+            return IDLE
+        if now - self._last_flush >= _FLUSH_INTERVAL:
+            self._flush()
+            self._last_flush = now
+        return BUSY
 
     def _shutdown_components(self) -> None:
         for task in self.task_ids:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping
 
@@ -24,12 +25,14 @@ from executor.errors import ComponentError, InvalidTopologyError
 from executor.layout import TopologyLayout
 from executor.receive_queue import ReceiveQueue
 from executor.routing import build_routes
+from executor.scheduling import DedicatedRunner, SharedRunner
 from executor.spout import SpoutExecutor
 from executor.stats import merge_stats
 from executor.ticks import TickTimer
 from executor.topology import StormTopology
+from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
 from executor.worker_io import ReceiveThread, TransferThread
-from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing
+from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing, thread_groups
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +102,16 @@ class Worker:
         self.local_tasks = set(self.routing.local_tasks)
         self._task_queue: dict[int, ReceiveQueue] = {}
         self._executor_queues: list[ReceiveQueue] = []
+        self._runners: list = []                   # the threads running the executors
+        self._runner_stop = threading.Event()
         self._destinations: dict[Hashable, ReceiveQueue] = {}
         self._transfer_wakeup = threading.Event()  # set by a publish into any destination queue
 
     # ---- construction ----
-    def _new_queue(self, name: str) -> ReceiveQueue:
+    def _new_queue(self, name: str, event: threading.Event | None) -> ReceiveQueue:
         conf = self.conf
         return ReceiveQueue(int(conf["topology.executor.receive.buffer.size"]), name,
-                            int(conf["topology.executor.receive.buffer.bytes"]))
+                            int(conf["topology.executor.receive.buffer.bytes"]), event=event)
 
     def _slots(self, routing: Routing) -> tuple[list[ReceiveQueue], dict[int, int]]:
         """Destination queues (new ones created, surviving ones kept) and task -> slot index."""
@@ -134,8 +139,11 @@ class Worker:
     def _build(self) -> None:
         layout = self.layout
         plans = plan_executors(self.topology.structure, self.conf, layout, self.executor_ids)
-        for p in plans:
-            q = self._new_queue(f"{p.component_id}[{p.tasks[0]}-{p.tasks[-1]}]")
+        shared, dedicated = thread_groups(plans)
+        shared_event = threading.Event()  # the shared thread idles on it; its members' queues set it
+        for i, p in enumerate(plans):
+            q = self._new_queue(f"{p.component_id}[{p.tasks[0]}-{p.tasks[-1]}]",
+                                shared_event if i in shared else None)
             self._executor_queues.append(q)
             for t in p.tasks:
                 self._task_queue[t] = q
@@ -144,6 +152,15 @@ class Worker:
             self.executors.append(self._make_executor(p, q, slot_queues, task_slot))
             if p.tick_secs:
                 self._timer.add(p.tick_secs, q, list(p.tick_tasks))
+        conf = self.conf
+        if shared:
+            millis = conf.get("topology.executor.blocking.step.millis")
+            self._runners.append(SharedRunner(
+                str(self.address), [self.executors[i] for i in shared], shared_event, self._runner_stop,
+                lambda sleeper: make_wait_strategy(conf, BOLT_WAIT, sleeper),
+                make_wait_strategy(conf, BACK_PRESSURE_WAIT, time.sleep),
+                millis / 1000 if millis else None, self._runners.append))
+        self._runners.extend(DedicatedRunner(self.executors[i], self._runner_stop) for i in dedicated)
 
     def _make_executor(self, p: ExecutorPlan, q: ReceiveQueue, slot_queues, task_slot) -> ExecutorBase:
         comp = p.component_id
@@ -161,7 +178,7 @@ class Worker:
         wiring = ExecutorWiring(
             storm_id=self.storm_id, component_id=comp, task_ids=list(p.tasks), objs=objs, contexts=contexts,
             routes=routes, conf=dict(p.conf), queue=q, slot_queues=slot_queues, task_slot=task_slot,
-            acker_tasks=self.layout.acker_tasks, status=self.status, report_error=self.events.on_error,
+            acker_tasks=self.layout.acker_tasks, local_tasks=frozenset(self.local_tasks), status=self.status, report_error=self.events.on_error,
             on_die=self._executor_died, emit_listener=self.events.emit_listener, on_cycle=p.on_cycle)
         if p.kind == "acker":
             return AckerExecutor(wiring)
@@ -227,8 +244,8 @@ class Worker:
             self._receiver.start()
             if self._destinations:
                 self._start_transfer()
-        for ex in self.executors:
-            ex.start()
+        for runner in list(self._runners):
+            runner.start()
         self._timer.start()
         log.info("worker %s of %s started with executors %s", self.address, self.storm_id, self.executor_ids)
 
@@ -241,10 +258,19 @@ class Worker:
                 return
             self._stopped = True
             self._timer.stop()
-            for ex in self.executors:
-                ex.signal_stop()
-            for ex in self.executors:
-                ex.stop(timeout)
+            self._runner_stop.set()
+            deadline = time.monotonic() + timeout
+            joined = 0
+            still: list[str] = []
+            while joined < len(self._runners):  # a runner may spawn another while stopping
+                runners = self._runners[joined:]
+                joined += len(runners)
+                for runner in runners:
+                    runner.wake()
+                for runner in runners:
+                    still.extend(runner.join(deadline))
+            if still:
+                log.warning("worker %s: executors %s did not stop within %.1fs", self.address, still, timeout)
             for io in (self._transfer, self._receiver):
                 if io is not None:
                     io.stop(timeout)
@@ -269,6 +295,10 @@ class Worker:
     def executor_stats(self) -> dict[tuple[int, int], dict[str, float]]:
         """Per executor, for the worker's heartbeat."""
         return {ex.executor_id: ex.stats() for ex in self.executors}
+
+    def executors_running(self) -> bool:
+        """Whether every thread running this worker's executors was started and still runs."""
+        return bool(self._runners) and all(r.is_alive() for r in list(self._runners))
 
     def peers_connected(self) -> bool:
         """Whether every worker this one sends to accepted its connection (spouts wait for it)."""

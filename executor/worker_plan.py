@@ -10,7 +10,7 @@ process, LocalCluster and the tests all compute the same thing from plain values
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Mapping
+from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 from executor.layout import ACKER_COMPONENT, TopologyLayout
 from executor.structure import TopologyStructure
@@ -87,6 +87,15 @@ def plan_executors(structure: TopologyStructure, conf: Mapping[str, Any], layout
         plans.append(ExecutorPlan(comp, kind, tuple(range(s, e + 1)), econf,
                                   tick_interval(econf, kind, has_ackers), comp in structure.cycle_members))
     return plans
+
+
+def thread_groups(plans: Sequence[ExecutorPlan]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shared, dedicated): the indices of the plans whose executors run on the worker's shared
+    thread, and of those that each get a thread of their own (`topology.executor.thread.mode`,
+    from the topology conf or the component's own; executor/scheduling.py says why)."""
+    dedicated = tuple(i for i, p in enumerate(plans)
+                      if str(p.conf.get("topology.executor.thread.mode", "shared")).lower() == "dedicated")
+    return tuple(i for i in range(len(plans)) if i not in dedicated), dedicated
 
 
 def plan_routing(layout: TopologyLayout, executors: Iterable[Executor],

@@ -188,7 +188,9 @@ class SparkSinkBolt(Bolt):
                                  f"which are not among the columns {columns}")
 
     def get_component_configuration(self) -> dict[str, Any]:
-        return {"topology.tick.tuple.freq.secs": self.tick_secs}
+        # Its own thread: execute waits for the writer when max_pending_batches are in flight,
+        # which on a worker's shared executor thread would stall every other executor.
+        return {"topology.tick.tuple.freq.secs": self.tick_secs, "topology.executor.thread.mode": "dedicated"}
 
     # ---- lifecycle ----
     def _input_columns(self, context) -> list[str] | None:

@@ -200,7 +200,10 @@ def test_queues_are_bounded_in_bytes_for_large_tuples():
     byte_bound = 1024 * 1024
     b = TopologyBuilder()
     b.set_spout("numbers", NumberSpout(shared, total, payload_bytes=tuple_bytes))
-    b.set_bolt("slow", SlowBigBolt(shared)).shuffle_grouping("numbers")
+    # The bolt waits in execute: on a thread of its own, so that the spout fills its queue meanwhile
+    # (on the shared thread the spout would only run between the bolt's batches).
+    b.set_bolt("slow", SlowBigBolt(shared)).shuffle_grouping("numbers").add_configuration(
+        "topology.executor.thread.mode", "dedicated")
     conf = {"topology.executor.receive.buffer.bytes": byte_bound, "topology.message.timeout.secs": 60}
     with LocalCluster() as cluster:
         cluster.submit_topology("bytes", conf, b.create_topology())

@@ -37,9 +37,8 @@ def test_inactive_topology_opens_no_spout_until_activated_and_deactivate_stops_n
     b.set_bolt("bolt", HoldBolt(hold)).shuffle_grouping("spout")
     with LocalCluster() as cluster:
         cluster.submit_topology("inactive", {}, b.create_topology(), initial_status="inactive")
-        executors = [ex for w in cluster.workers("inactive") for ex in w.executors]
-        poll(lambda: all(ex._thread is not None and ex._thread.is_alive() for ex in executors),
-             message="executor threads to run")
+        workers = cluster.workers("inactive")
+        poll(lambda: all(w.executors_running() for w in workers), message="executor threads to run")
         assert not cluster.is_prepared("inactive") and shared.events == []
         activated_at = time.monotonic()
         cluster.activate("inactive")

@@ -57,13 +57,18 @@ def dev_cluster(tmp_path_factory):
     assert not left, f"processes left behind by the scenario dev cluster: {[p.pid for p in left]}"
 
 
-@pytest.fixture(params=["local", pytest.param("dev", marks=DEV_MARKS)])
+@pytest.fixture(params=["local", "local-dedicated", pytest.param("dev", marks=DEV_MARKS),
+                        pytest.param("dev-dedicated", marks=DEV_MARKS)])
 def cluster(request, tmp_path):
-    """A harness (scenario_harness.Harness): submit(file, name, conf) -> Run."""
-    if request.param == "local":
+    """A harness (scenario_harness.Harness): submit(file, name, conf) -> Run. Every scenario runs
+    on both executor arrangements (executor/scheduling.py): the workers' shared executor thread
+    (the default) and a thread per executor (`-dedicated`)."""
+    if request.param.startswith("local"):
         harness = LocalHarness(tmp_path)
     else:
         harness = DevHarness(tmp_path, request.getfixturevalue("dev_cluster"))
+    if request.param.endswith("-dedicated"):
+        harness.thread_mode = "dedicated"
     try:
         yield harness
     finally:

@@ -107,6 +107,7 @@ class Harness:
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self.runs: list[Run] = []
+        self.thread_mode: str | None = None  # topology.executor.thread.mode for every submit, if set
 
     def submit(self, topology_file: str | Path, name: str, conf: dict | None = None) -> Run:
         """Run `topology_file` (a name under topologies/ or a path) as `name` with `conf` over
@@ -116,7 +117,8 @@ class Harness:
             path = TOPOLOGIES / path
         results = self.tmp / f"results-{name}"
         results.mkdir()
-        conf = {**(conf or {}), RESULTS_KEY: str(results)}
+        mode = {"topology.executor.thread.mode": self.thread_mode} if self.thread_mode else {}
+        conf = {**mode, **(conf or {}), RESULTS_KEY: str(results)}
         self._submit(path, name, conf)
         run = Run(self, name, results)
         self.runs.append(run)

@@ -42,7 +42,8 @@ def test_constructor_keeps_plain_data_and_validates():
                          partition_by=["a"], dedupe_fields=["b"])
     clone = copy.deepcopy(bolt)
     assert clone.__dict__ == bolt.__dict__
-    assert bolt.get_component_configuration() == {"topology.tick.tuple.freq.secs": 0.1}
+    assert bolt.get_component_configuration() == {"topology.tick.tuple.freq.secs": 0.1,
+                                                  "topology.executor.thread.mode": "dedicated"}
     assert SparkSinkBolt("/t", flush_interval_secs=0.05).tick_secs == 0.05
     bad = [dict(batch_size=0), dict(batch_size=True), dict(flush_interval_secs=0), dict(format="delta"),
            dict(fields="word"), dict(fields=["a", "a"]), dict(fields=["storm_batch_id"]),

@@ -7,7 +7,7 @@ import pytest
 from cluster_state.config import default_config
 from executor.api import Bolt, Spout, TopologyBuilder
 from executor.layout import compute_layout
-from executor.worker_plan import plan_executors, plan_routing, task_addresses
+from executor.worker_plan import plan_executors, plan_routing, task_addresses, thread_groups
 
 
 class S(Spout):
@@ -64,3 +64,19 @@ def test_routing_splits_local_and_remote_and_ignores_unplaced_tasks():
     assert routing.local_tasks == {2, 3}
     assert set(routing.remote) == {4, 5, 6} and routing.destinations == (("host-n2", 6701),)
     assert 1 not in routing.remote  # the acker task is placed nowhere in this assignment
+
+
+def test_thread_groups_put_dedicated_components_on_their_own_threads():
+    b = TopologyBuilder()
+    b.set_spout("s", S())
+    b.set_bolt("b", B(), 2).shuffle_grouping("s").add_configuration("topology.executor.thread.mode", "dedicated")
+    topo = b.create_topology()
+    conf = {**default_config(), "topology.acker.executors": 1}
+    layout = compute_layout(topo, conf, 1)
+    plans = plan_executors(topo.structure, conf, layout, [e for es in layout.executors.values() for e in es])
+    shared, dedicated = thread_groups(plans)
+    assert sorted(plans[i].component_id for i in dedicated) == ["b", "b"]
+    assert sorted(plans[i].component_id for i in shared) == ["__acker", "s"]
+    every = plan_executors(topo.structure, {**conf, "topology.executor.thread.mode": "dedicated"}, layout,
+                           [e for es in layout.executors.values() for e in es])
+    assert thread_groups(every) == ((), tuple(range(len(every))))

@@ -1,0 +1,237 @@
+"""Runners: the threads that drive executors, one step at a time.
+
+An executor is a step function (`ExecutorBase.run_step`: one turn of Storm's spout or bolt
+loop) with a stepping outcome; a runner decides when to call it and how to idle. Two runners:
+
+- `SharedRunner`: one thread per worker runs all its executors cooperatively, round robin,
+  each step consuming one batch (or one burst of next_tuple calls) before yielding to the next.
+  Under CPython's GIL the executors of one worker never run in parallel anyway; on one thread
+  they also stop paying for GIL hand-offs (a thread waiting for the GIL waits up to the switch
+  interval, 5 ms) and for waking each other, and a full queue is drained in the same round by
+  its consumer instead of a sleeping producer waiting for a thread switch. It idles only when
+  every member is idle, on one event that any publish into a member's queue sets.
+- `DedicatedRunner`: one thread for one executor, with that executor's wait strategies (Storm's
+  arrangement). For components that block in their calls (`topology.executor.thread.mode:
+  dedicated` in their component config), and for every executor when the topology sets it.
+
+A step on a shared thread that runs longer than `topology.executor.blocking.step.millis` (user
+code that sleeps or waits on I/O) would stall every executor of the worker: the watchdog
+gives the blocked thread to that executor for good (it carries on as its dedicated runner once
+the step returns) and starts a new shared thread for the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger(__name__)
+
+# Step outcomes.
+BUSY = 0       # did work: step again soon
+IDLE = 1       # nothing to do (no input, nothing emitted, max spout pending reached)
+BLOCKED = 2    # output refused downstream (pendingEmits): back-pressure
+INACTIVE = 3   # the topology is not active (before open/prepare, or a deactivated spout)
+DONE = 4       # the executor died: never step it again
+
+_INACTIVE_WAIT = 0.05  # how soon an inactive executor notices activation
+SPOUT_BURST = 100      # next_tuple calls per step of a spout on a shared thread (it keeps emitting)
+
+
+def run_dedicated(ex: Any, stop: threading.Event) -> None:
+    """The loop of an executor on a thread of its own, idling with its own wait strategies."""
+    idle_wait = ex.idle_wait.idle
+    bp_wait = ex.bp_wait.idle
+    idle = bp = 0
+    try:
+        while not stop.is_set():
+            r = ex.run_step()
+            if r == BUSY:
+                idle = bp = 0
+            elif r == IDLE:
+                bp = 0
+                idle = idle_wait(idle)
+            elif r == BLOCKED:
+                bp = bp_wait(bp)
+            elif r == INACTIVE:
+                ex.queue.wait(_INACTIVE_WAIT)
+            else:
+                break
+    finally:
+        ex.finish()
+
+
+class DedicatedRunner:
+    """One executor on one thread."""
+
+    def __init__(self, ex: Any, stop: threading.Event):
+        self.executors = [ex]
+        self._stop = stop
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=run_dedicated, args=(self.executors[0], self._stop),
+                                            name=f"executor-{self.executors[0].name}", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        self.executors[0].queue.wake()
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def join(self, deadline: float) -> list[str]:
+        """Wait until the thread ended (bounded); the names of executors still running."""
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                return [self.executors[0].name]
+        return []
+
+
+class SharedRunner:
+    """Executors of one worker on one thread, cooperatively (see the module docstring)."""
+
+    def __init__(self, name: str, executors: Sequence[Any], event: threading.Event, stop: threading.Event,
+                 idle_wait_factory: Callable[[Callable[[float], Any]], Any], bp_wait: Any,
+                 blocking_secs: float | None, on_spawn: Callable[[Any], None]):
+        self.name = name
+        self.executors = list(executors)
+        self._event = event             # set by a publish into any member's queue while we idle
+        self._stop = stop               # shared by every runner of the worker
+        self._idle_wait = idle_wait_factory(self._sleep).idle
+        self._idle_wait_factory = idle_wait_factory
+        self._bp_wait = bp_wait.idle
+        self._blocking_secs = blocking_secs
+        self._on_spawn = on_spawn
+        self._lock = threading.Lock()   # guards the hand-over below (the step in progress)
+        self._current: Any = None       # the executor whose step runs now
+        self._step_started = 0.0
+        self._handed: Any = None        # the executor this thread was given to by the watchdog
+        self._thread: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
+        for ex in self.executors:
+            if hasattr(ex, "burst"):
+                ex.burst = SPOUT_BURST
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"executor-shared-{self.name}", daemon=True)
+        self._thread.start()
+        if self._blocking_secs:
+            self._watchdog = threading.Thread(target=self._watch, name=f"executor-watchdog-{self.name}",
+                                              daemon=True)
+            self._watchdog.start()
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def join(self, deadline: float) -> list[str]:
+        still = []
+        for t in (self._thread, self._watchdog):
+            if t is not None and t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+                if t.is_alive() and t is self._thread:
+                    still.extend(ex.name for ex in self.executors)
+        return still
+
+    # ---- the loop ----
+    def _run(self) -> None:
+        members = self.executors
+        lock = self._lock
+        monotonic = time.monotonic
+        idle = bp = 0
+        try:
+            while not self._stop.is_set() and members:
+                busy = blocked = False
+                for ex in list(members):
+                    with lock:
+                        self._current = ex
+                        self._step_started = monotonic()
+                    r = ex.run_step()
+                    with lock:
+                        self._current = None
+                        handed = self._handed
+                    if handed is not None:
+                        self._become_dedicated(handed)
+                        return
+                    if r == BUSY:
+                        busy = True
+                    elif r == BLOCKED:
+                        blocked = True
+                    elif r == DONE:
+                        members.remove(ex)
+                        ex.finish()
+                if busy:
+                    idle = bp = 0
+                elif blocked:  # waiting for another thread (the transfer thread, a dedicated executor)
+                    bp = self._bp_wait(bp)
+                else:
+                    bp = 0
+                    idle = self._idle_wait(idle)
+        finally:
+            if self._handed is None:
+                for ex in members:
+                    ex.finish()
+
+    def _sleep(self, timeout: float) -> None:
+        """The idle wait: until a publish into a member's queue, or timeout."""
+        if timeout <= 0:
+            time.sleep(0)
+            return
+        queues = [ex.queue for ex in self.executors]
+        self._event.clear()
+        for q in queues:
+            q.set_waiting(True)
+        try:
+            if not any(len(q) for q in queues) and not self._stop.is_set():
+                self._event.wait(timeout)
+        finally:
+            for q in queues:
+                q.set_waiting(False)
+
+    # ---- blocking steps ----
+    def _watch(self) -> None:
+        period = self._blocking_secs / 2
+        while not self._stop.wait(period):
+            if self._handed is not None:
+                return
+            with self._lock:
+                ex = self._current
+                if ex is None or time.monotonic() - self._step_started < self._blocking_secs:
+                    continue
+                self._handed = ex
+                others = [e for e in self.executors if e is not ex]
+            log.warning("executor %s blocked its worker's shared executor thread for over %.0f ms; it keeps "
+                        "that thread to itself from now on and the other executors move to a new one (set "
+                        "topology.executor.thread.mode: dedicated in its component config to start it that "
+                        "way)", ex.name, self._blocking_secs * 1000)
+            if others:
+                runner = SharedRunner(self.name + "+", others, self._event, self._stop, self._idle_wait_factory,
+                                      _Wait(self._bp_wait), self._blocking_secs, self._on_spawn)
+                self._on_spawn(runner)
+                runner.start()
+            return
+
+    def _become_dedicated(self, ex: Any) -> None:
+        # Now the only runner of ex: its own queue event again, its own wait strategies.
+        self.executors = [ex]
+        ex.queue.use_own_event()
+        if hasattr(ex, "burst"):
+            ex.burst = 1
+        run_dedicated(ex, self._stop)
+
+
+class _Wait:
+    """An `idle(counter)` callable as a wait strategy object."""
+
+    def __init__(self, idle: Callable[[int], int]):
+        self.idle = idle
