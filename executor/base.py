@@ -140,6 +140,10 @@ class ExecutorBase:
     def step(self) -> int:
         raise NotImplementedError
 
+    def queues(self) -> list[ReceiveQueue]:
+        """What this executor consumes: a runner idles until one of them gets input."""
+        return [self.queue]
+
     def _prepare(self) -> None:
         raise NotImplementedError
 

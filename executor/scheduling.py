@@ -1,10 +1,12 @@
-"""Runners: the threads that drive executors, one step at a time.
+"""Runners: the threads that drive executors (and a worker's I/O parts), one step at a time.
 
 An executor is a step function (`ExecutorBase.run_step`: one turn of Storm's spout or bolt
 loop) with a stepping outcome; a runner decides when to call it and how to idle. Two runners:
 
 - `SharedRunner`: one thread per worker runs all its executors cooperatively, round robin,
-  each step consuming one batch (or one burst of next_tuple calls) before yielding to the next.
+  each step consuming one batch (or one burst of next_tuple calls) before yielding to the next,
+  and the worker's receive and transfer (executor/worker_io.py) the same way, so that the
+  whole data path of a worker is one thread.
   Under CPython's GIL the executors of one worker never run in parallel anyway; on one thread
   they also stop paying for GIL hand-offs (a thread waiting for the GIL waits up to the switch
   interval, 5 ms) and for waking each other, and a full queue is drained in the same round by
@@ -112,6 +114,7 @@ class SharedRunner:
         self._current: Any = None       # the executor whose step runs now
         self._step_started = 0.0
         self._handed: Any = None        # the executor this thread was given to by the watchdog
+        self._joining: list = []        # members added while running (add), taken at the next round
         self._thread: threading.Thread | None = None
         self._watchdog: threading.Thread | None = None
         for ex in self.executors:
@@ -127,6 +130,12 @@ class SharedRunner:
             self._watchdog = threading.Thread(target=self._watch, name=f"executor-watchdog-{self.name}",
                                               daemon=True)
             self._watchdog.start()
+
+    def add(self, member: Any) -> None:
+        """A member joining a running (or not yet started) runner, from any thread."""
+        with self._lock:
+            self._joining.append(member)
+        self._event.set()
 
     def wake(self) -> None:
         self._event.set()
@@ -150,7 +159,11 @@ class SharedRunner:
         monotonic = time.monotonic
         idle = bp = 0
         try:
-            while not self._stop.is_set() and members:
+            while not self._stop.is_set() and (members or self._joining):
+                if self._joining:
+                    with lock:
+                        members.extend(self._joining)
+                        self._joining.clear()
                 busy = blocked = False
                 for ex in list(members):
                     with lock:
@@ -179,6 +192,9 @@ class SharedRunner:
                     idle = self._idle_wait(idle)
         finally:
             if self._handed is None:
+                with lock:
+                    members.extend(self._joining)
+                    self._joining.clear()
                 for ex in members:
                     ex.finish()
 
@@ -187,13 +203,21 @@ class SharedRunner:
         if timeout <= 0:
             time.sleep(0)
             return
-        queues = [ex.queue for ex in self.executors]
+        members = self.executors
+        queues = [q for m in members for q in m.queues()]
+        # With the worker's receive among the members, wait on its socket: input from other
+        # workers wakes us at once, publishes from other threads (ticks, dedicated executors)
+        # within the timeout.
+        receive = next((m for m in members if hasattr(m, "wait_input")), None)
         self._event.clear()
         for q in queues:
             q.set_waiting(True)
         try:
             if not any(len(q) for q in queues) and not self._stop.is_set():
-                self._event.wait(timeout)
+                if receive is not None:
+                    receive.wait_input(timeout)
+                else:
+                    self._event.wait(timeout)
         finally:
             for q in queues:
                 q.set_waiting(False)
@@ -206,10 +230,12 @@ class SharedRunner:
                 return
             with self._lock:
                 ex = self._current
-                if ex is None or time.monotonic() - self._step_started < self._blocking_secs:
+                if (ex is None or not hasattr(ex, "idle_wait")  # executors only, not the worker's I/O
+                        or time.monotonic() - self._step_started < self._blocking_secs):
                     continue
                 self._handed = ex
-                others = [e for e in self.executors if e is not ex]
+                others = [e for e in self.executors if e is not ex] + self._joining
+                self._joining = []
             log.warning("executor %s blocked its worker's shared executor thread for over %.0f ms; it keeps "
                         "that thread to itself from now on and the other executors move to a new one (set "
                         "topology.executor.thread.mode: dedicated in its component config to start it that "

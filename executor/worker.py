@@ -31,7 +31,7 @@ from executor.stats import merge_stats
 from executor.ticks import TickTimer
 from executor.topology import StormTopology
 from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
-from executor.worker_io import ReceiveThread, TransferThread
+from executor.worker_io import ReceiveIO, TransferIO
 from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing, thread_groups
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,9 @@ class Worker:
         self.executors: list[ExecutorBase] = []
         self.dead: ComponentError | None = None
         self._timer = TickTimer(str(spec.address))
-        self._receiver: ReceiveThread | None = None
-        self._transfer: TransferThread | None = None
+        self._receiver: ReceiveIO | None = None
+        self._transfer: TransferIO | None = None
+        self._shared: SharedRunner | None = None    # runs the I/O parts too, when there is one
         self._started = False
         self._stopped = False
         self._lifecycle_lock = threading.RLock()
@@ -141,6 +142,8 @@ class Worker:
         plans = plan_executors(self.topology.structure, self.conf, layout, self.executor_ids)
         shared, dedicated = thread_groups(plans)
         shared_event = threading.Event()  # the shared thread idles on it; its members' queues set it
+        if shared:  # the transfer joins the shared thread: its destination queues wake that thread
+            self._transfer_wakeup = shared_event
         for i, p in enumerate(plans):
             q = self._new_queue(f"{p.component_id}[{p.tasks[0]}-{p.tasks[-1]}]",
                                 shared_event if i in shared else None)
@@ -155,11 +158,12 @@ class Worker:
         conf = self.conf
         if shared:
             millis = conf.get("topology.executor.blocking.step.millis")
-            self._runners.append(SharedRunner(
+            self._shared = SharedRunner(
                 str(self.address), [self.executors[i] for i in shared], shared_event, self._runner_stop,
                 lambda sleeper: make_wait_strategy(conf, BOLT_WAIT, sleeper),
                 make_wait_strategy(conf, BACK_PRESSURE_WAIT, time.sleep),
-                millis / 1000 if millis else None, self._runners.append))
+                millis / 1000 if millis else None, self._runners.append)
+            self._runners.append(self._shared)
         self._runners.extend(DedicatedRunner(self.executors[i], self._runner_stop) for i in dedicated)
 
     def _make_executor(self, p: ExecutorPlan, q: ReceiveQueue, slot_queues, task_slot) -> ExecutorBase:
@@ -231,21 +235,34 @@ class Worker:
             self._start()
 
     def _start_transfer(self) -> None:
-        self._transfer = TransferThread(f"worker-transfer-{self.address}", self.transport,
-                                        dict(self._destinations), self._drop_stale, self._transfer_wakeup)
-        self._transfer.start()
+        self._transfer = TransferIO(f"worker-transfer-{self.address}", self.transport,
+                                    dict(self._destinations), self._drop_stale, self._transfer_wakeup)
+        self._start_io(self._transfer)
+
+    def _start_io(self, part) -> None:
+        """An I/O part runs on the shared executor thread when the worker has one, else on its own."""
+        if self._shared is not None:
+            self._shared.add(part)
+        else:
+            part.start()
 
     def _start(self) -> None:
         self._build()
         if self.transport is not None:
-            self._receiver = ReceiveThread(
+            self._receiver = ReceiveIO(
                 f"worker-recv-{self.address}", self.transport, self.address, self._task_queue, self._resolve,
                 overflow_limit=int(self.conf["topology.executor.receive.buffer.size"]))
-            self._receiver.start()
+            self._start_io(self._receiver)  # on its own thread: returns once bound (or raises)
             if self._destinations:
                 self._start_transfer()
         for runner in list(self._runners):
             runner.start()
+        if self._receiver is not None and self._shared is not None:
+            try:  # bound by the shared thread's first step
+                self._receiver.wait_bound(10.0)
+            except BaseException:
+                self._stop_threads(10.0)
+                raise
         self._timer.start()
         log.info("worker %s of %s started with executors %s", self.address, self.storm_id, self.executor_ids)
 
@@ -258,23 +275,28 @@ class Worker:
                 return
             self._stopped = True
             self._timer.stop()
-            self._runner_stop.set()
-            deadline = time.monotonic() + timeout
-            joined = 0
-            still: list[str] = []
-            while joined < len(self._runners):  # a runner may spawn another while stopping
-                runners = self._runners[joined:]
-                joined += len(runners)
-                for runner in runners:
-                    runner.wake()
-                for runner in runners:
-                    still.extend(runner.join(deadline))
-            if still:
-                log.warning("worker %s: executors %s did not stop within %.1fs", self.address, still, timeout)
-            for io in (self._transfer, self._receiver):
-                if io is not None:
-                    io.stop(timeout)
+            self._stop_threads(timeout)
         log.info("worker %s of %s stopped", self.address, self.storm_id)
+
+    def _stop_threads(self, timeout: float) -> None:
+        """Stop the runners (each finishes its members: executors flush and clean up, I/O parts
+        close their sockets), then the I/O parts that run on threads of their own."""
+        self._runner_stop.set()
+        deadline = time.monotonic() + timeout
+        joined = 0
+        still: list[str] = []
+        while joined < len(self._runners):  # a runner may spawn another while stopping
+            runners = self._runners[joined:]
+            joined += len(runners)
+            for runner in runners:
+                runner.wake()
+            for runner in runners:
+                still.extend(runner.join(deadline))
+        if still:
+            log.warning("worker %s: executors %s did not stop within %.1fs", self.address, still, timeout)
+        for io in (self._transfer, self._receiver):
+            if io is not None:
+                io.stop(max(0.0, deadline - time.monotonic()))
 
     def _executor_died(self, err: ComponentError) -> None:
         if self.dead is None:

@@ -1,17 +1,20 @@
-"""A worker's two I/O threads: the transfer thread (sends to other workers) and the receive
-thread (dispatches what other workers sent to the local executor queues).
+"""A worker's two I/O parts: the transfer (sends to other workers) and the receive (dispatches
+what other workers sent to the local executor queues).
 
-Each owns its side of the transport: the receive thread binds, reads and closes the receiver;
-the transfer thread creates, uses and closes the sender. Neither lets one peer or one executor
-hold up the others:
+Each is a step function like an executor (executor/scheduling.py), run either on the worker's
+shared thread with its executors (then no GIL hand-off separates an emit from its send, or a
+receive from its execute) or on a thread of its own (`start()`, the dedicated arrangement).
+Whichever thread runs it owns its side of the transport: the receive binds, reads and closes
+the receiver; the transfer creates, uses and closes the sender. Neither lets one peer or one
+executor hold up the others:
 - every destination worker has its own bounded queue (executors publish into it and are
-  back-pressured by it alone); the transfer thread serves the destinations round robin and a
-  refused send only leaves that destination's batch pending;
-- the receive thread parks tuples for a full executor queue in that executor's overflow and
-  goes on dispatching to the others; it stops reading only while the overflows hold more than
-  their bound (then the transport back-pressures the senders).
-Routing changes (an assignment moved a task to another worker) are handed over to the transfer
-thread, which applies them between rounds.
+  back-pressured by it alone); the transfer serves the destinations round robin and a refused
+  send only leaves that destination's batch pending;
+- the receive parks tuples for a full executor queue in that executor's overflow and goes on
+  dispatching to the others; it stops reading only while the overflows hold more than their
+  bound (then the transport back-pressures the senders).
+Routing changes (an assignment moved a task to another worker) are handed over to the
+transfer, which applies them between steps.
 """
 
 from __future__ import annotations
@@ -22,51 +25,103 @@ from collections import deque
 from typing import Any, Callable, Hashable
 
 from executor.receive_queue import ReceiveQueue
+from executor.scheduling import BLOCKED, BUSY, DONE, IDLE
 from executor.serialization import LARGE_VALUE, DecodeError, pack_batch, unpack_batch
 
 log = logging.getLogger(__name__)
 
 Address = Hashable
-_IDLE_WAIT = 0.01       # transfer thread's longest wait for input (a publish wakes it at once)
-_REFUSED_WAIT = 0.0002  # its nap while a destination refuses (peer at its high-water mark)
-_CONSUME_MAX = 5000     # tuples per destination per round: one payload stays a few hundred KB
+_IDLE_WAIT = 0.01       # own thread: the transfer's longest wait for input (a publish wakes it at once)
+_RECV_WAIT = 0.05       # own thread: the receive's longest wait for input
+_REFUSED_WAIT = 0.0002  # own thread: nap while a destination refuses (peer at its high-water mark)
+_CONSUME_MAX = 5000     # tuples per destination per step: one payload stays a few hundred KB
+_MESSAGES_PER_STEP = 8  # payloads the receive dispatches per step before yielding
 
 
-class TransferThread:
-    """Owns the sending side: per-destination queues in, payloads out. The sender is created,
-    connected, used and closed on this thread only."""
+class _OwnThread:
+    """Running a step-based I/O part on a thread of its own (the dedicated arrangement)."""
+
+    name = "io"
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run_own, name=self.name, daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop its own thread (a part run by a shared runner is finished by that runner)."""
+        self._stop.set()
+        self.wake()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run_own(self) -> None:
+        try:
+            while not self._stop.is_set():
+                r = self.run_step()
+                if r == DONE:
+                    break
+                if r == BLOCKED:
+                    self._stop.wait(_REFUSED_WAIT)
+                elif r == IDLE:
+                    self.idle(self._stop)
+        finally:
+            self.finish()
+
+    def wake(self) -> None:
+        pass
+
+    def run_step(self) -> int:
+        try:
+            return self.step()
+        except Exception:  # a bug: this part is dead, say so loudly (the acker replays what it held)
+            log.exception("%s failed; it stops", self.name)
+            return DONE
+
+    def step(self) -> int:
+        raise NotImplementedError
+
+    def idle(self, stop: threading.Event) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        raise NotImplementedError
+
+
+class TransferIO(_OwnThread):
+    """The sending side: per-destination queues in, payloads out."""
 
     def __init__(self, name: str, transport: Any, queues: dict[Address, ReceiveQueue],
                  on_stale: Callable[[Address, list], None] | None = None,
                  wakeup: threading.Event | None = None):
+        super().__init__()
         self.name = name
         self._transport = transport
         self._queues = dict(queues)
         self._unsent: dict[Address, bytes] = {}
         self._pending_queues: dict[Address, ReceiveQueue] | None = None
         self._on_stale = on_stale
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._sender = None
+        self._rounds = 0
         self.all_connected = not queues  # read by other threads: spouts wait for it
-        # The event the destination queues were created with (see _idle).
+        # The event the destination queues were created with (see idle).
         self.wakeup = wakeup if wakeup is not None else threading.Event()
         self.sent_batches = 0
 
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self.wakeup.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
     def set_queues(self, queues: dict[Address, ReceiveQueue]) -> None:
-        """Hand over new destinations; applied by the transfer thread between rounds."""
+        """Hand over new destinations; applied by the transfer between steps."""
         self._pending_queues = dict(queues)
         self.wakeup.set()
+
+    def wake(self) -> None:
+        self.wakeup.set()
+
+    def queues(self) -> list[ReceiveQueue]:
+        return list(self._queues.values())
 
     def backlog(self) -> int:
         return sum(len(q) for q in list(self._queues.values())) + len(self._unsent)
@@ -84,67 +139,64 @@ class TransferThread:
             sender.connect(addr)
         self._queues = new
 
-    def _run(self) -> None:
-        sender = self._transport.connector()
-        try:
+    def step(self) -> int:
+        sender = self._sender
+        if sender is None:  # created on the thread that runs this part, which then owns it
+            sender = self._sender = self._transport.connector()
             for addr in self._queues:
                 sender.connect(addr)
-            self._loop(sender)
-        finally:
-            if self._unsent:
-                log.warning("%s: %d batches unsent at shutdown (their tuples are replayed by the acker)",
-                            self.name, len(self._unsent))
-            sender.close()
-
-    def _loop(self, sender) -> None:
+        if self._pending_queues is not None:
+            self._apply_queues(sender)
+        self._rounds += 1
+        if self._rounds % 64 == 1 or not self.all_connected:  # cheap enough, and spouts wait on it
+            self.all_connected = all(sender.is_connected(a) for a in self._queues)
         try_send = sender.try_send
-        rounds = 0
-        while not self._stop.is_set():
-            if self._pending_queues is not None:
-                self._apply_queues(sender)
-            rounds += 1
-            if rounds % 64 == 1 or not self.all_connected:  # cheap enough, and spouts wait on it
-                self.all_connected = all(sender.is_connected(a) for a in self._queues)
-            progressed = False
-            for addr, q in self._queues.items():
-                payload = self._unsent.pop(addr, None)
-                if payload is None:
-                    batches = q.consume(_CONSUME_MAX)
-                    if not batches:
-                        continue
-                    payload = pack_batch([entry for b in batches for entry in b])
-                if try_send(addr, payload):
-                    self.sent_batches += 1
-                    progressed = True
-                else:
-                    self._unsent[addr] = payload  # this destination waits; the others go on
-            if not progressed:
-                self._idle()
+        unsent = self._unsent
+        progressed = False
+        for addr, q in self._queues.items():
+            payload = unsent.pop(addr, None)
+            if payload is None:
+                batches = q.consume(_CONSUME_MAX)
+                if not batches:
+                    continue
+                payload = pack_batch([entry for b in batches for entry in b])
+            if try_send(addr, payload):
+                self.sent_batches += 1
+                progressed = True
+            else:
+                unsent[addr] = payload  # this destination waits; the others go on
+        if progressed:
+            return BUSY
+        return BLOCKED if unsent else IDLE
 
-    def _idle(self) -> None:
-        """Wait for input without spinning: every destination queue sets the shared event on a
-        publish while we wait. A refused send is retried after a short nap instead (nothing
-        signals that a peer has room again)."""
-        if self._unsent:
-            self._stop.wait(_REFUSED_WAIT)
-            return
+    def idle(self, stop: threading.Event) -> None:
+        """Own thread: wait for input without spinning: every destination queue sets the shared
+        event on a publish while we wait."""
         queues = list(self._queues.values())
         self.wakeup.clear()
         for q in queues:
             q.set_waiting(True)
         try:
-            if not any(len(q) for q in queues) and self._pending_queues is None:
+            if not any(len(q) for q in queues) and self._pending_queues is None and not stop.is_set():
                 self.wakeup.wait(_IDLE_WAIT)
         finally:
             for q in queues:
                 q.set_waiting(False)
 
+    def finish(self) -> None:
+        if self._unsent:
+            log.warning("%s: %d batches unsent at shutdown (their tuples are replayed by the acker)",
+                        self.name, len(self._unsent))
+        if self._sender is not None:
+            self._sender.close()
 
-class ReceiveThread:
-    """Owns the receiver: binds it, dispatches by task id, closes it."""
+
+class ReceiveIO(_OwnThread):
+    """The receiving side: binds the receiver, dispatches by task id, closes it."""
 
     def __init__(self, name: str, transport: Any, address: Address, task_queue: dict[int, ReceiveQueue],
                  resolve, overflow_limit: int):
+        super().__init__()
         self.name = name
         self._transport = transport
         self._address = address
@@ -153,47 +205,67 @@ class ReceiveThread:
         self._overflow_limit = overflow_limit
         self._overflow: dict[int, tuple[ReceiveQueue, deque]] = {}
         self._overflowing = 0
-        self._stop = threading.Event()
-        self._bound = threading.Event()
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
+        self._receiver = None
+        self._held: bytes | None = None  # a payload idle() received, dispatched by the next step
+        self.bound = threading.Event()
+        self.error: BaseException | None = None
         self.unknown_tasks = 0
 
     def start(self, timeout: float = 10.0) -> None:
-        """Start the thread and wait until it bound the receiver (a bind error is raised here)."""
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-        self._bound.wait(timeout)
-        if self._error is not None:
-            raise self._error
+        """Own thread: start it and wait until it bound the receiver (a bind error is raised here)."""
+        super().start()
+        self.wait_bound(timeout)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+    def wait_bound(self, timeout: float) -> None:
+        if not self.bound.wait(timeout):
+            raise TimeoutError(f"{self.name}: the receiver was not bound within {timeout:g}s")
+        if self.error is not None:
+            raise self.error
 
-    def _run(self) -> None:
-        try:
-            receiver = self._transport.bind(self._address)
-        except BaseException as exc:  # reported to start()'s caller
-            self._error = exc
-            self._bound.set()
-            return
-        self._bound.set()
-        try:
-            while not self._stop.is_set():
-                if self._overflowing:
-                    self._drain_overflow()
-                    if self._overflowing >= self._overflow_limit:
-                        self._stop.wait(0.0005)  # hold the socket: the senders are back-pressured
-                        continue
-                data = receiver.recv(0.05 if not self._overflowing else 0.0005)
-                if data is not None:
-                    self._dispatch(data)
-        finally:
-            receiver.close()
+    def queues(self) -> list[ReceiveQueue]:
+        return []
+
+    def step(self) -> int:
+        if self._receiver is None:
+            if self.error is not None:
+                return DONE
+            try:
+                self._receiver = self._transport.bind(self._address)
+            except BaseException as exc:  # reported to whoever waits in wait_bound()
+                self.error = exc
+                return DONE
+            finally:
+                self.bound.set()
+        if self._overflowing:
+            self._drain_overflow()
+            if self._overflowing >= self._overflow_limit:
+                return BLOCKED  # hold the socket: the senders are back-pressured
+        got = 0
+        data, self._held = self._held, None
+        recv = self._receiver.recv
+        while got < _MESSAGES_PER_STEP and self._overflowing < self._overflow_limit:
+            if data is None:
+                data = recv(0)
+                if data is None:
+                    break
+            self._dispatch(data)
+            data = None
+            got += 1
+        return BUSY if got else IDLE
+
+    def idle(self, stop: threading.Event) -> None:
+        self.wait_input(_RECV_WAIT)
+
+    def wait_input(self, timeout: float) -> None:
+        """Wait up to timeout for a payload (kept for the next step): the idle wait of the thread
+        that runs this part, which then wakes on input from other workers."""
+        if self._receiver is not None and self._held is None:
+            self._held = self._receiver.recv(timeout)
+
+    def finish(self) -> None:
+        self.bound.set()  # nobody waits for a bind that will not come
+        if self._receiver is not None:
+            self._receiver.close()
 
     def _dispatch(self, data: bytes) -> None:
         try:
@@ -237,5 +309,4 @@ class ReceiveThread:
                 del self._overflow[key]
 
     def backlog(self) -> int:
-        return self._overflowing
-
+        return self._overflowing + (self._held is not None)
