@@ -239,7 +239,11 @@ def test_a_dying_component_is_reported_once_with_the_user_line(tmp_path):
     lines = error_lines(out)
     assert len(lines) == 1, out.stderr
     assert "'sink'" in lines[0] and "RuntimeError: kaboom" in lines[0] and f"{f}:" in lines[0]
-    assert out.stderr.count("Traceback (most recent call last)") <= 1  # the executor's log, once
+    # The trace is in the executor's log of the death, once per death: neither the worker's FATAL
+    # line nor the CLI repeats it. A worker the supervisor restarted before the CLI's kill may die
+    # again (a second death, logged as such): seen once in a loaded CI run.
+    deaths = out.stderr.count("executor sink[3-3] died:")
+    assert deaths >= 1 and out.stderr.count("Traceback (most recent call last)") == deaths, out.stderr
 
 
 # ---------------------------------------------------------------- error report (pure)
