@@ -58,6 +58,7 @@ class ExecutorWiring:
 
 class ExecutorBase:
     kind = "executor"
+    burst = 1  # next_tuple calls per spout step; a shared runner raises it (executor/scheduling.py)
 
     def __init__(self, w: ExecutorWiring):
         self.w = w
@@ -110,8 +111,8 @@ class ExecutorBase:
 
     # ---- lifecycle (driven by a runner, executor/scheduling.py) ----
     def run_step(self) -> int:
-        """One turn: open/prepare once the topology is active (seed 000), then one step of the
-        loop. Returns a step outcome (executor/scheduling.py); DONE once the executor died."""
+        """One turn: open/prepare once the topology is active (as Storm's Executor.java does),
+        then one step of the loop. Returns a step outcome (executor/scheduling.py); DONE once the executor died."""
         try:
             if not self.prepared:
                 if not self.status.active:

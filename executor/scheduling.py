@@ -11,7 +11,8 @@ loop) with a stepping outcome; a runner decides when to call it and how to idle.
   they also stop paying for GIL hand-offs (a thread waiting for the GIL waits up to the switch
   interval, 5 ms) and for waking each other, and a full queue is drained in the same round by
   its consumer instead of a sleeping producer waiting for a thread switch. It idles only when
-  every member is idle, on one event that any publish into a member's queue sets.
+  every member is idle: on the worker's receive socket when the receive is a member, else on
+  one event that any publish into a member's queue sets.
 - `DedicatedRunner`: one thread for one executor, with that executor's wait strategies (Storm's
   arrangement). For components that block in their calls (`topology.executor.thread.mode:
   dedicated` in their component config), and for every executor when the topology sets it.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,35 @@ _INACTIVE_WAIT = 0.05  # how soon an inactive executor notices activation
 SPOUT_BURST = 100      # next_tuple calls per step of a spout on a shared thread (it keeps emitting)
 
 
-def run_dedicated(ex: Any, stop: threading.Event) -> None:
+class Member(Protocol):
+    """What a runner drives: an executor (executor/base.py) or a worker's I/O part
+    (executor/worker_io.py)."""
+
+    name: str
+
+    def run_step(self) -> int: ...
+
+    def finish(self) -> None: ...
+
+    def queues(self) -> list: ...
+
+
+class Executor(Member, Protocol):
+    """An executor: its own wait strategies (used when it runs alone) and its spout burst."""
+
+    queue: Any
+    idle_wait: Any
+    bp_wait: Any
+    burst: int
+
+
+class InputPart(Member, Protocol):
+    """The worker's receive: a runner that runs it idles on its socket."""
+
+    def wait_input(self, timeout: float) -> None: ...
+
+
+def run_dedicated(ex: Executor, stop: threading.Event) -> None:
     """The loop of an executor on a thread of its own, idling with its own wait strategies."""
     idle_wait = ex.idle_wait.idle
     bp_wait = ex.bp_wait.idle
@@ -68,7 +97,7 @@ def run_dedicated(ex: Any, stop: threading.Event) -> None:
 class DedicatedRunner:
     """One executor on one thread."""
 
-    def __init__(self, ex: Any, stop: threading.Event):
+    def __init__(self, ex: Executor, stop: threading.Event):
         self.executors = [ex]
         self._stop = stop
         self._thread: threading.Thread | None = None
@@ -96,30 +125,32 @@ class DedicatedRunner:
 
 
 class SharedRunner:
-    """Executors of one worker on one thread, cooperatively (see the module docstring)."""
+    """Executors (and I/O parts) of one worker on one thread, cooperatively (see the module
+    docstring)."""
 
-    def __init__(self, name: str, executors: Sequence[Any], event: threading.Event, stop: threading.Event,
+    def __init__(self, name: str, executors: Sequence[Executor], event: threading.Event, stop: threading.Event,
                  idle_wait_factory: Callable[[Callable[[float], Any]], Any], bp_wait: Any,
-                 blocking_secs: float | None, on_spawn: Callable[[Any], None]):
+                 blocking_secs: float | None, on_spawn: Callable[["SharedRunner"], None]):
         self.name = name
-        self.executors = list(executors)
+        self.executors: list[Executor] = list(executors)
+        self._io: list[Member] = []     # I/O parts: stepped like executors, never handed a thread
+        self._input: InputPart | None = None  # the receive among them: the idle wait's socket
         self._event = event             # set by a publish into any member's queue while we idle
         self._stop = stop               # shared by every runner of the worker
-        self._idle_wait = idle_wait_factory(self._sleep).idle
         self._idle_wait_factory = idle_wait_factory
-        self._bp_wait = bp_wait.idle
+        self._idle_wait = idle_wait_factory(self._sleep).idle
+        self._bp_strategy = bp_wait
         self._blocking_secs = blocking_secs
         self._on_spawn = on_spawn
-        self._lock = threading.Lock()   # guards the hand-over below (the step in progress)
-        self._current: Any = None       # the executor whose step runs now
+        self._lock = threading.Lock()   # guards the hand-over below (the step in progress) and _joining
+        self._current: Any = None       # the member whose step runs now
         self._step_started = 0.0
-        self._handed: Any = None        # the executor this thread was given to by the watchdog
-        self._joining: list = []        # members added while running (add), taken at the next round
+        self._handed: Executor | None = None  # the executor this thread was given to by the watchdog
+        self._joining: list[tuple[Member, bool]] = []  # I/O parts added while running, taken each round
         self._thread: threading.Thread | None = None
         self._watchdog: threading.Thread | None = None
         for ex in self.executors:
-            if hasattr(ex, "burst"):
-                ex.burst = SPOUT_BURST
+            ex.burst = SPOUT_BURST
 
     def start(self) -> None:
         if self._thread is not None:
@@ -131,11 +162,20 @@ class SharedRunner:
                                               daemon=True)
             self._watchdog.start()
 
-    def add(self, member: Any) -> None:
-        """A member joining a running (or not yet started) runner, from any thread."""
+    def add_io(self, part: Member, *, is_input: bool = False) -> None:
+        """An I/O part joining a running (or not yet started) runner, from any thread; the
+        receive is added with is_input (the runner then idles on its socket)."""
         with self._lock:
-            self._joining.append(member)
+            self._joining.append((part, is_input))
         self._event.set()
+
+    def _take_joining(self) -> None:
+        with self._lock:
+            joining, self._joining = self._joining, []
+        for part, is_input in joining:
+            self._io.append(part)
+            if is_input:
+                self._input = part  # type: ignore[assignment]
 
     def wake(self) -> None:
         self._event.set()
@@ -154,22 +194,19 @@ class SharedRunner:
 
     # ---- the loop ----
     def _run(self) -> None:
-        members = self.executors
         lock = self._lock
         monotonic = time.monotonic
         idle = bp = 0
         try:
-            while not self._stop.is_set() and (members or self._joining):
+            while not self._stop.is_set() and (self.executors or self._io or self._joining):
                 if self._joining:
-                    with lock:
-                        members.extend(self._joining)
-                        self._joining.clear()
+                    self._take_joining()
                 busy = blocked = False
-                for ex in list(members):
+                for m in (*self.executors, *self._io):
                     with lock:
-                        self._current = ex
+                        self._current = m
                         self._step_started = monotonic()
-                    r = ex.run_step()
+                    r = m.run_step()
                     with lock:
                         self._current = None
                         handed = self._handed
@@ -181,41 +218,36 @@ class SharedRunner:
                     elif r == BLOCKED:
                         blocked = True
                     elif r == DONE:
-                        members.remove(ex)
-                        ex.finish()
+                        (self.executors if m in self.executors else self._io).remove(m)
+                        m.finish()
                 if busy:
                     idle = bp = 0
-                elif blocked:  # waiting for another thread (the transfer thread, a dedicated executor)
-                    bp = self._bp_wait(bp)
+                elif blocked:  # waiting for another thread (a peer's transfer, a dedicated executor)
+                    bp = self._bp_strategy.idle(bp)
                 else:
                     bp = 0
                     idle = self._idle_wait(idle)
         finally:
             if self._handed is None:
-                with lock:
-                    members.extend(self._joining)
-                    self._joining.clear()
-                for ex in members:
-                    ex.finish()
+                self._take_joining()
+                for m in (*self.executors, *self._io):
+                    m.finish()
 
     def _sleep(self, timeout: float) -> None:
-        """The idle wait: until a publish into a member's queue, or timeout."""
+        """The idle wait: until input (a publish into a member's queue; with the receive among
+        the members, a payload on its socket: publishes from other threads, such as ticks and
+        dedicated executors, are then seen within the timeout), or timeout."""
         if timeout <= 0:
             time.sleep(0)
             return
-        members = self.executors
-        queues = [q for m in members for q in m.queues()]
-        # With the worker's receive among the members, wait on its socket: input from other
-        # workers wakes us at once, publishes from other threads (ticks, dedicated executors)
-        # within the timeout.
-        receive = next((m for m in members if hasattr(m, "wait_input")), None)
+        queues = [q for m in (*self.executors, *self._io) for q in m.queues()]
         self._event.clear()
         for q in queues:
             q.set_waiting(True)
         try:
             if not any(len(q) for q in queues) and not self._stop.is_set():
-                if receive is not None:
-                    receive.wait_input(timeout)
+                if self._input is not None:
+                    self._input.wait_input(timeout)
                 else:
                     self._event.wait(timeout)
         finally:
@@ -226,38 +258,33 @@ class SharedRunner:
     def _watch(self) -> None:
         period = self._blocking_secs / 2
         while not self._stop.wait(period):
-            if self._handed is not None:
-                return
             with self._lock:
                 ex = self._current
-                if (ex is None or not hasattr(ex, "idle_wait")  # executors only, not the worker's I/O
+                if (ex is None or ex not in self.executors  # executors only, not the worker's I/O
                         or time.monotonic() - self._step_started < self._blocking_secs):
                     continue
                 self._handed = ex
-                others = [e for e in self.executors if e is not ex] + self._joining
-                self._joining = []
+                others = [e for e in self.executors if e is not ex]
+                io, joining, self._joining = self._io, self._joining, []
+                input_part = self._input
             log.warning("executor %s blocked its worker's shared executor thread for over %.0f ms; it keeps "
                         "that thread to itself from now on and the other executors move to a new one (set "
                         "topology.executor.thread.mode: dedicated in its component config to start it that "
                         "way)", ex.name, self._blocking_secs * 1000)
-            if others:
+            if others or io or joining:
                 runner = SharedRunner(self.name + "+", others, self._event, self._stop, self._idle_wait_factory,
-                                      _Wait(self._bp_wait), self._blocking_secs, self._on_spawn)
+                                      self._bp_strategy, self._blocking_secs, self._on_spawn)
+                for part in io:
+                    runner.add_io(part, is_input=part is input_part)
+                for part, is_input in joining:
+                    runner.add_io(part, is_input=is_input)
                 self._on_spawn(runner)
                 runner.start()
             return
 
-    def _become_dedicated(self, ex: Any) -> None:
+    def _become_dedicated(self, ex: Executor) -> None:
         # Now the only runner of ex: its own queue event again, its own wait strategies.
-        self.executors = [ex]
+        self.executors, self._io, self._input = [ex], [], None
         ex.queue.use_own_event()
-        if hasattr(ex, "burst"):
-            ex.burst = 1
+        ex.burst = 1
         run_dedicated(ex, self._stop)
-
-
-class _Wait:
-    """An `idle(counter)` callable as a wait strategy object."""
-
-    def __init__(self, idle: Callable[[int], int]):
-        self.idle = idle

@@ -69,7 +69,6 @@ class SpoutExecutor(ExecutorBase):
         self.max_pending = int(msp) * len(self.task_ids) if msp else 0
         self._skips = max(1, int(conf["topology.spout.recvq.skips"]))
         self.idle_wait = make_wait_strategy(conf, SPOUT_WAIT, self.queue.wait)
-        self.burst = 1  # next_tuple calls per step; a shared runner raises it (executor/scheduling.py)
         self._skip = self._skips
         self._last_active = False
         self._last_flush = time.monotonic()
@@ -182,7 +181,7 @@ class SpoutExecutor(ExecutorBase):
         log.info("%s spout %s", "Activated" if active else "Deactivated", self.name)
 
     def step(self) -> int:
-        """One turn of the spout loop (seed 002 SpoutExecutor.call): acks and fails from the
+        """One turn of the spout loop (Storm's SpoutExecutor.java call()): acks and fails from the
         receive queue every `topology.spout.recvq.skips` turns, activation changes, then up to
         `burst` next_tuple calls while they emit, pendingEmits is empty and max pending allows."""
         if self._new_routes is not None:

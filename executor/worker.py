@@ -182,7 +182,8 @@ class Worker:
         wiring = ExecutorWiring(
             storm_id=self.storm_id, component_id=comp, task_ids=list(p.tasks), objs=objs, contexts=contexts,
             routes=routes, conf=dict(p.conf), queue=q, slot_queues=slot_queues, task_slot=task_slot,
-            acker_tasks=self.layout.acker_tasks, local_tasks=frozenset(self.local_tasks), status=self.status, report_error=self.events.on_error,
+            acker_tasks=self.layout.acker_tasks, local_tasks=frozenset(self.local_tasks), status=self.status,
+            report_error=self.events.on_error,
             on_die=self._executor_died, emit_listener=self.events.emit_listener, on_cycle=p.on_cycle)
         if p.kind == "acker":
             return AckerExecutor(wiring)
@@ -242,7 +243,7 @@ class Worker:
     def _start_io(self, part) -> None:
         """An I/O part runs on the shared executor thread when the worker has one, else on its own."""
         if self._shared is not None:
-            self._shared.add(part)
+            self._shared.add_io(part, is_input=part is self._receiver)
         else:
             part.start()
 
