@@ -1,4 +1,4 @@
-"""Bolt executor (seed 000 part 2, seed 002 BoltExecutor.call), its collectors, and the acker."""
+"""Bolt executor (Storm's BoltExecutor.java), its collectors, and the acker."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits aft
 
 
 class OutputCollector:
-    """A bolt's collector: anchored emits, ack and fail (seed 000 bolt-emit / ack / fail)."""
+    """A bolt's collector: anchored emits, ack and fail (Storm's BoltOutputCollectorImpl.java)."""
 
     __slots__ = ("_ex", "_task", "_routes")
 

@@ -1,4 +1,4 @@
-"""Spout executor (seed 000 part 1, seed 002 SpoutExecutor.call) and its output collector."""
+"""Spout executor (Storm's SpoutExecutor.java) and its output collector."""
 
 from __future__ import annotations
 
