@@ -173,6 +173,10 @@ def _absolute_path(value: str) -> str | None:
     return None if value.startswith("/") else "must be an absolute path (starting with '/')"
 
 
+def _gc_thresholds(value: list) -> str | None:
+    return None if 1 <= len(value) <= 3 else "must list 1 to 3 thresholds (generation 0, 1, 2)"
+
+
 def _unique(value: list) -> str | None:
     return None if len(set(value)) == len(value) else "must not list a port twice"
 
@@ -234,6 +238,8 @@ SCHEMA: dict[str, Rule] = {
     "topology.executor.thread.mode": Rule("str", choices=("shared", "dedicated")),
     "topology.executor.blocking.step.millis": _positive(nullable=True),
     "topology.transfer.buffer.size": _int(1),
+    "topology.worker.gc.thresholds": Rule("list", nullable=True, item=_int(0), check=_gc_thresholds,
+                                          describe_as="a list of 1 to 3 ints >= 0 (Python's gc.set_threshold)"),
     "topology.executor.receive.buffer.bytes": _int(1),
     "topology.max.tuple.size.bytes": _int(1),
     "topology.stats.sample.rate": Rule("number", minimum=0, maximum=1),

@@ -19,6 +19,7 @@ from cluster_state.config import ConfigError
 from daemons.cli_options import common_options, topology_conf
 from daemons.cli_report import error_lines
 from executor.errors import AlreadyAliveError, InvalidTopologyError
+from executor.gc_policy import apply_gc_thresholds
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ def local(file, duration, name, conf, overrides):
         raise click.ClickException(str(exc)) from None
     name = name or tf.path.parent.name.replace(".", "-") or "topology"
     spouts = set(tf.topology.spouts)
+    # The topology's workers run in this process: it gets their process-wide settings.
+    apply_gc_thresholds({**conf, **topo_conf})
     with StopSignals() as stop, LocalCluster(conf) as cluster:
         start = time.monotonic()
         try:

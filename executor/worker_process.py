@@ -34,6 +34,7 @@ from cluster_state.records import STATUS_ACTIVE, WorkerHeartbeat
 from executor.base import TopologyStatus
 from executor.error_throttle import ErrorThrottle
 from executor.errors import ClearError, ComponentError, InvalidTopologyError
+from executor.gc_policy import apply_gc_thresholds
 from executor.layout import compute_layout
 from executor.lifecycle import PeriodicThread, Service
 from executor.package import MANIFEST_NAME, load_manifest_file
@@ -79,6 +80,10 @@ class ProcessRuntime:
                 f"that changed since it was packaged)")
         return tf.topology
 
+    def tune_process(self, conf: Mapping[str, Any]) -> None:
+        """The worker owns this process: apply the topology's process-wide settings."""
+        apply_gc_thresholds(conf)
+
     def transport(self, host: str):
         from executor.transport.zmq import ZmqTransport
 
@@ -115,6 +120,7 @@ class WorkerProcess(Service):
         if not (code_dir / "stormconf.json").is_file():
             raise WorkerStartError(f"no code for topology {self.storm_id} in {code_dir}")
         self.conf = topology_conf(conf, code_dir)
+        self.runtime.tune_process(self.conf)
         self._throttle = ErrorThrottle(float(self.conf["topology.error.throttle.interval.secs"]),
                                        int(self.conf["topology.max.error.report.per.interval"]))
         self.cluster = self.runtime.cluster_state(self.conf)

@@ -52,6 +52,9 @@ class InProcessRuntime:
         self.code = code
         self.hub = hub
 
+    def tune_process(self, conf: Mapping[str, Any]) -> None:
+        """Nothing: the process is LocalCluster's host's (`storm-py local` tunes it itself)."""
+
     def cluster_state(self, conf: Mapping[str, Any]):
         return mk_storm_cluster_state(conf, store=self.store)
 

@@ -434,3 +434,25 @@ def test_unreadable_storm_yaml_names_the_file(tmp_path):
     (tmp_path / "storm.yaml").mkdir()
     with pytest.raises(ConfigError, match="storm.yaml"):
         read_storm_config(tmp_path)
+
+
+def test_worker_gc_thresholds_are_read_and_applied_and_bad_ones_named():
+    import gc
+
+    from executor.gc_policy import KEY, apply_gc_thresholds, gc_thresholds
+
+    assert gc_thresholds(default_config()) == (10000, 10, 10)
+    assert gc_thresholds({KEY: None}) is None
+    assert gc_thresholds({KEY: [0]}) == (0,)
+    before = gc.get_threshold()
+    try:
+        apply_gc_thresholds({KEY: [12345, 6, 7]})
+        assert gc.get_threshold() == (12345, 6, 7)
+        apply_gc_thresholds({KEY: None})  # Python's own settings are left alone
+        assert gc.get_threshold() == (12345, 6, 7)
+    finally:
+        gc.set_threshold(*before)
+    for bad, words in (([], "1 to 3"), ([1, 2, 3, 4], "1 to 3"), (["a"], "int >= 0"), ("10000", "list")):
+        with pytest.raises(ConfigError, match=KEY.replace(".", r"\.")) as err:
+            validate_config({KEY: bad}, "test")
+        assert words in str(err.value)

@@ -21,12 +21,17 @@ def rig(zk_conf, tmp_path):
 def test_word_count_across_two_worker_processes_is_exact(rig, tmp_path):
     total = 2000
     topo, out = count_topology(tmp_path, total)
-    storm_id = rig.submit(topo, "wc", {"topology.workers": 2, "topology.max.spout.pending": 200})
+    storm_id = rig.submit(topo, "wc", {"topology.workers": 2, "topology.max.spout.pending": 200,
+                                       "topology.worker.gc.thresholds": [20000, 5, 5]})
     ports = rig.slots(storm_id)
     assert len(ports) == 2
     for p in ports:
         rig.start_worker(storm_id, p)
     rig.wait_heartbeats(ports)
+    # The topology's collector settings reach each worker process.
+    for p in ports:
+        wait_until(lambda p=p: "garbage collector thresholds [20000, 5, 5]" in rig.log(p), timeout=10,
+                   message=lambda p=p: f"worker {p} to apply topology.worker.gc.thresholds\n{rig.log(p)}")
     expected = expected_counts(total)
     wait_until(lambda: read_counts(out) == expected, timeout=60,
                message=lambda: f"exact counts (have {sum(read_counts(out).values())} of {sum(expected.values())} words)"
