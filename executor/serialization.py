@@ -1,18 +1,29 @@
 """msgpack encoding of tuple batches between workers. No pickle on the wire.
 
-An entry is (task_id, payload). A payload is a Tuple (user data) or a small control tuple
-whose first element is one of the message kinds below (acker traffic).
+What a worker sends is entries (task_id, payload): a payload is a Tuple (user data) or a small
+control tuple whose first element is one of the message kinds below (acker traffic). On the wire
+a batch is columnar, so that neither side handles a row per tuple:
+
+    [groups, controls]
+    groups:   [[task, source_task, stream, [values, ...], anchors], ...]
+    anchors:  nil when no tuple of the group is anchored, else one entry per tuple: its
+              root -> edge map, or nil
+    controls: [[task, kind, ...], ...]
+
+A group holds consecutive tuples from one source task on one stream to one task, in emit order
+(a stream change starts a new group), so the order between two tasks is kept as Storm keeps it.
+The receiving side turns a group into one TupleColumn, dispatched to its executor's queue as
+one batch; a Tuple is built only when the executor iterates the column.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import msgpack
 
 from executor.tuple import Fields, Tuple
 
-TUPLE = 0
 ACKER_INIT = 1   # (ACKER_INIT, root, xor_of_edges, spout_task)   spout -> acker
 ACKER_ACK = 2    # (ACKER_ACK, root, edge ^ ack_val)                bolt -> acker
 ACKER_FAIL = 3   # (ACKER_FAIL, root)                               bolt -> acker
@@ -30,52 +41,117 @@ class DecodeError(ValueError):
     """Bytes from the wire are not a storm-py batch."""
 
 
-def pack_batch(entries: list) -> bytes:
-    """A batch as one msgpack array of rows: [task, TUPLE, source_task, stream, values,
-    anchors] (anchors: the root -> edge map as a msgpack map, or nil) or [task, *control]."""
-    rows = []
-    append = rows.append
+class TupleColumn:
+    """A received group of tuples for one task (one source task, one stream), iterated as
+    (task, Tuple) entries like any batch in an executor's queue."""
+
+    __slots__ = ("task", "source_task", "stream", "component", "fields", "values", "anchors")
+
+    def __init__(self, task: int, source_task: int, stream: str, component: str, fields: Fields,
+                 values: list, anchors: list | None):
+        self.task = task
+        self.source_task = source_task
+        self.stream = stream
+        self.component = component
+        self.fields = fields
+        self.values = values
+        self.anchors = anchors
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self):
+        task, src, stream, comp, fields = self.task, self.source_task, self.stream, self.component, self.fields
+        if self.anchors is None:
+            for v in self.values:
+                yield task, Tuple(v, src, stream, comp, fields, None)
+        else:
+            for v, a in zip(self.values, self.anchors):
+                yield task, Tuple(v, src, stream, comp, fields, a or None)
+
+
+def pack_batch(entries: Iterable) -> bytes:
+    """(task, payload) entries as one columnar batch (see the module docstring)."""
+    groups: list = []
+    controls: list = []
+    open_groups: dict = {}  # (task, source_task) -> its newest group
+    last_key = None
+    values = anchors = None
     for task, p in entries:
         if type(p) is tuple:
-            append([task, *p])
-        else:
-            append([task, TUPLE, p.source_task, p.source_stream, p.values, p.anchors_to_ids])
-    return _packer.pack(rows)
+            controls.append([task, *p])
+            continue
+        src = p.source_task
+        stream = p.source_stream
+        if last_key is None or task != last_key[0] or src != last_key[1] or stream != last_key[2]:
+            g = open_groups.get((task, src))
+            if g is None or g[2] != stream:
+                g = [task, src, stream, [], []]
+                groups.append(g)
+                open_groups[(task, src)] = g
+            last_key = g
+            values = g[3]
+            anchors = g[4]
+        values.append(p.values)
+        anchors.append(p.anchors_to_ids)
+    for g in groups:
+        if not any(g[4]):  # nothing anchored (empty maps included): no column at all
+            g[4] = None
+    return _packer.pack([groups, controls])
+
+
+def decode_batch(data: bytes, resolve: Resolver) -> tuple[list[TupleColumn], list]:
+    """A batch as (tuple columns, control entries); resolve(source_task, stream) gives the
+    source component and fields. DecodeError on anything that is not a storm-py batch."""
+    try:
+        batch = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+    except (msgpack.UnpackException, ValueError) as exc:
+        raise DecodeError(f"undecodable tuple batch ({len(data)} bytes): {exc}") from None
+    if type(batch) is not list or len(batch) != 2 or type(batch[0]) is not list or type(batch[1]) is not list:
+        raise DecodeError(f"a tuple batch is [groups, controls], not {_short(batch)}")
+    columns = []
+    cache: dict = {}
+    for g in batch[0]:
+        if type(g) is not list or len(g) != 5:
+            raise DecodeError(f"malformed tuple group {_short(g)}")
+        task, src, stream, values, anchors = g
+        if type(task) is not int or type(src) is not int or type(stream) is not str or type(values) is not list:
+            raise DecodeError(f"malformed tuple group {_short(g)}")
+        for v in values:
+            if type(v) is not list:
+                raise DecodeError(f"malformed tuple group {_short(g)}: values {_short(v)} are not a list")
+        if anchors is not None:
+            if type(anchors) is not list or len(anchors) != len(values):
+                raise DecodeError(f"malformed tuple group {_short(g)}: anchors do not match its tuples")
+            for a in anchors:
+                if a is not None and type(a) is not dict:
+                    raise DecodeError(f"malformed tuple group {_short(g)}: anchors {_short(a)} are not a map")
+        meta = cache.get((src, stream))
+        if meta is None:
+            try:
+                meta = cache[(src, stream)] = resolve(src, stream)
+            except KeyError as exc:
+                raise DecodeError(f"tuples from unknown task {src} stream {stream!r}: {exc}") from None
+        columns.append(TupleColumn(task, src, stream, meta[0], meta[1], values, anchors))
+    controls = []
+    for row in batch[1]:
+        if type(row) is not list or len(row) < 2 or type(row[0]) is not int \
+                or _CONTROL_LEN.get(row[1]) != len(row) - 1:
+            raise DecodeError(f"malformed control row {_short(row)}")
+        controls.append((row[0], tuple(row[1:])))
+    return columns, controls
 
 
 def unpack_batch(data: bytes, resolve: Resolver) -> list:
-    """Decode a batch; resolve(source_task, stream) gives the source component and fields."""
-    try:
-        rows = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
-    except (msgpack.UnpackException, ValueError) as exc:
-        raise DecodeError(f"undecodable tuple batch ({len(data)} bytes): {exc}") from None
-    if not isinstance(rows, list):
-        raise DecodeError(f"tuple batch is a {type(rows).__name__}, not a list")
-    out = []
-    append = out.append
-    cache: dict = {}
-    for row in rows:
-        if type(row) is not list or len(row) < 2:
-            raise DecodeError(f"malformed tuple row {row!r}")
-        try:
-            kind = row[1]
-            if kind == TUPLE:
-                task, _kind, src, stream, values, a2i = row
-                meta = cache.get((src, stream))
-                if meta is None:
-                    meta = cache[(src, stream)] = resolve(src, stream)
-                if a2i is not None and type(a2i) is not dict:
-                    raise DecodeError(f"malformed tuple row {row!r}: anchors are not a map")
-                append((task, Tuple(values, src, stream, meta[0], meta[1], a2i or None)))
-            else:
-                if _CONTROL_LEN.get(kind) != len(row) - 1:
-                    raise DecodeError(f"malformed control row {row!r}")
-                append((row[0], tuple(row[1:])))
-        except (ValueError, IndexError, TypeError, KeyError) as exc:
-            if isinstance(exc, DecodeError):
-                raise
-            raise DecodeError(f"malformed tuple row {row!r}: {exc}") from None
-    return out
+    """A batch as a flat list of (task, payload) entries: the tuples of each column in order,
+    then the control entries (tests and tools; workers dispatch whole columns)."""
+    columns, controls = decode_batch(data, resolve)
+    return [entry for c in columns for entry in c] + controls
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 # Types whose values never need a closer look (ints are range-checked in check_values).
@@ -129,5 +205,5 @@ def batch_bytes(batch: list) -> int:
     return n
 
 
-__all__ = ["pack_batch", "unpack_batch", "check_values", "measure_values", "batch_bytes", "DecodeError", "TUPLE", "ACKER_INIT",
+__all__ = ["pack_batch", "decode_batch", "unpack_batch", "TupleColumn", "check_values", "measure_values", "batch_bytes", "DecodeError", "ACKER_INIT",
            "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL"]

@@ -22,11 +22,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from itertools import chain
 from typing import Any, Callable, Hashable
 
 from executor.receive_queue import ReceiveQueue
 from executor.scheduling import BLOCKED, BUSY, DONE, IDLE
-from executor.serialization import LARGE_VALUE, DecodeError, pack_batch, unpack_batch
+from executor.serialization import LARGE_VALUE, DecodeError, decode_batch, pack_batch
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ class TransferIO(_OwnThread):
                 batches = q.consume(_CONSUME_MAX)
                 if not batches:
                     continue
-                payload = pack_batch([entry for b in batches for entry in b])
+                payload = pack_batch(chain.from_iterable(batches))
             if try_send(addr, payload):
                 self.sent_batches += 1
                 progressed = True
@@ -269,36 +270,52 @@ class ReceiveIO(_OwnThread):
 
     def _dispatch(self, data: bytes) -> None:
         try:
-            entries = unpack_batch(data, self._resolve)
-        except (DecodeError, KeyError) as exc:
+            columns, controls = decode_batch(data, self._resolve)
+        except DecodeError as exc:
             log.error("%s: dropping undecodable batch: %s", self.name, exc)
             return
         # Large tuples count against the queues' byte bound by their share of the payload.
-        share = len(data) // max(1, len(entries))
+        share = len(data) // max(1, sum(len(c) for c in columns) + len(controls))
         measured = share >= LARGE_VALUE
-        groups: dict[int, tuple[ReceiveQueue, list]] = {}
         task_queue = self._task_queue
-        for entry in entries:
-            q = task_queue.get(entry[0])
+        for column in columns:  # one batch per column: no per-tuple work here
+            q = task_queue.get(column.task)
             if q is None:
-                self.unknown_tasks += 1
-                if self.unknown_tasks in (1, 10, 100) or self.unknown_tasks % 10000 == 0:
-                    log.warning("%s: %d tuples for tasks not on this worker dropped (stale routing; the "
-                                "acker replays them)", self.name, self.unknown_tasks)
-                continue
-            g = groups.get(id(q))
-            if g is None:
-                g = groups[id(q)] = (q, [])
-            g[1].append(entry)
-        for key, (q, batch) in groups.items():
-            nbytes = share * len(batch) if measured else 0
-            parked = self._overflow.get(key)
-            if parked is None and q.try_publish(batch, nbytes):
-                continue
-            if parked is None:
-                parked = self._overflow[key] = (q, deque())
-            parked[1].append((batch, nbytes))
-            self._overflowing += len(batch)
+                self._unknown(len(column))
+            else:
+                self._publish(q, column, share * len(column) if measured else 0)
+        if controls:
+            groups: dict[int, tuple[ReceiveQueue, list]] = {}
+            for entry in controls:
+                q = task_queue.get(entry[0])
+                if q is None:
+                    self._unknown(1)
+                    continue
+                g = groups.get(id(q))
+                if g is None:
+                    g = groups[id(q)] = (q, [])
+                g[1].append(entry)
+            for q, batch in groups.values():
+                self._publish(q, batch, 0)
+
+    def _unknown(self, n: int) -> None:
+        before = self.unknown_tasks
+        after = self.unknown_tasks = before + n
+        # Logged at the 1st, 10th and 100th, then every 10,000th: a stale route can last a while.
+        if any(before < mark <= after for mark in (1, 10, 100)) or after // 10000 > before // 10000:
+            log.warning("%s: %d tuples for tasks not on this worker dropped (stale routing; the "
+                        "acker replays them)", self.name, after)
+
+    def _publish(self, q: ReceiveQueue, batch, nbytes: int) -> None:
+        """Into the executor's queue, or behind what is already parked for it (order kept)."""
+        key = id(q)
+        parked = self._overflow.get(key)
+        if parked is None and q.try_publish(batch, nbytes):
+            return
+        if parked is None:
+            parked = self._overflow[key] = (q, deque())
+        parked[1].append((batch, nbytes))
+        self._overflowing += len(batch)
 
     def _drain_overflow(self) -> None:
         for key in list(self._overflow):

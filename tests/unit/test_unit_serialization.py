@@ -11,9 +11,9 @@ from executor.serialization import (
     ACKER_INIT,
     SPOUT_ACK,
     SPOUT_FAIL,
-    TUPLE,
     DecodeError,
     check_values,
+    decode_batch,
     pack_batch,
     unpack_batch,
 )
@@ -96,24 +96,47 @@ def test_control_tuple_round_trip(control):
     assert type(got) is tuple and got == control
 
 
-def test_mixed_batch_keeps_order_and_resolves_each_source_once():
+def test_mixed_batch_keeps_order_between_two_tasks_and_resolves_each_source_once():
     entries = []
     for i in range(50):
         entries.append((i % 3 + 1, _tuple([f"w{i}", i], anchors={i + 1: MAX_U64 - i})))
         entries.append((10, (ACKER_ACK, i + 1, i)))
         entries.append((i % 2 + 1, _tuple([f"s{i}"], task=9)))
+        if i % 10 == 0:  # a stream change between the same two tasks starts a new group
+            entries.append((1, _tuple(list("abcdefghi"), stream="errors")))
     resolve = Resolver()
-    out = unpack_batch(pack_batch(entries), resolve)
+    columns, controls = decode_batch(pack_batch(entries), resolve)
+    out = [e for c in columns for e in c] + controls
     assert len(out) == len(entries)
-    for (task_in, p_in), (task_out, p_out) in zip(entries, out):
-        assert task_in == task_out
-        if type(p_in) is tuple:
-            assert p_out == p_in
-        else:
-            assert p_out.values == list(p_in.values)
-            assert p_out.anchors_to_ids == (p_in.anchors_to_ids or None)
-            assert p_out.source_task == p_in.source_task
-    assert sorted(resolve.calls) == [(3, "default"), (9, "default")]  # cached per (task, stream)
+
+    def key(p):
+        return "control" if type(p) is tuple else (p.source_task, tuple(p.values), p.source_stream,
+                                                   tuple(sorted((p.anchors_to_ids or {}).items())))
+
+    # Per (destination task, source task), the tuples come out in the order they went in.
+    def per_pair(pairs):
+        seen: dict = {}
+        for task, p in pairs:
+            seen.setdefault((task, "control" if type(p) is tuple else p.source_task), []).append(key(p))
+        return seen
+
+    assert per_pair(out) == per_pair(entries)
+    assert [p for _t, p in controls] == [p for _t, p in entries if type(p) is tuple]
+    assert sorted(set(resolve.calls)) == [(3, "default"), (3, "errors"), (9, "default")]
+    assert len(resolve.calls) == 3  # cached per (task, stream)
+    # One column per run of (task, source, stream): far fewer columns than tuples.
+    assert len(columns) < 20
+    assert all(c.anchors is None for c in columns if c.source_task == 9)  # unanchored: no anchor column
+
+
+def test_a_column_is_one_batch_of_task_tuple_entries():
+    entries = [(5, _tuple([f"w{i}", i])) for i in range(7)]
+    [column], controls = decode_batch(pack_batch(entries), Resolver())
+    assert controls == [] and len(column) == 7 and column.task == 5
+    got = list(column)
+    assert [t for t, _ in got] == [5] * 7
+    assert [tup.values for _, tup in got] == [[f"w{i}", i] for i in range(7)]
+    assert all(tup.source_component == "split" and tup.anchors_to_ids is None for _, tup in got)
 
 
 def test_empty_batch():
@@ -141,12 +164,20 @@ def test_unknown_source_stream_from_resolver_is_a_decode_error():
     b"not msgpack at all \xff\xfe",
     msgpack.packb({"a": 1}),  # not a list
     msgpack.packb(5),
-    msgpack.packb([[1]]),  # row too short
-    msgpack.packb([[1, TUPLE, 3, "default"]]),  # tuple row too short
-    msgpack.packb([[1, TUPLE, 3, "default", ["x", 1], [1, 2, 3]]]),  # anchors not a map
-    msgpack.packb([[1, TUPLE, 3, "default", ["x", 1], None, 7]]),  # tuple row too long
-    msgpack.packb([5]),  # row is not a list
-    msgpack.packb([{"x": 1}]),
+    msgpack.packb([[1]]),  # not [groups, controls]
+    msgpack.packb([[], [], []]),
+    msgpack.packb([{}, []]),
+    msgpack.packb([[[1, 3, "default", [["x", 1]]]], []]),  # group too short
+    msgpack.packb([[[1, 3, "default", [["x", 1]], None, 7]], []]),  # group too long
+    msgpack.packb([[[1, 3, "default", ["x", 1], None]], []]),  # values not lists
+    msgpack.packb([[[1, 3, 7, [["x", 1]], None]], []]),  # stream not a string
+    msgpack.packb([["x", 3, "default", [["x", 1]], None]]),  # task not an int
+    msgpack.packb([[[1, 3, "default", [["x", 1]], [{1: 2}, None]]], []]),  # anchors do not match
+    msgpack.packb([[[1, 3, "default", [["x", 1]], [[1, 2]]]], []]),  # anchors not a map
+    msgpack.packb([[[1, 3, "default", [["x", 1]], 5]], []]),
+    msgpack.packb([[5], []]),  # group is not a list
+    msgpack.packb([[], [5]]),  # control is not a list
+    msgpack.packb([[], [["x", ACKER_FAIL, 1]]]),  # control task not an int
     pack_batch([(1, _tuple(["x", 1]))])[:-3],  # truncated real batch
 ])
 def test_unpack_garbage_raises_decode_error(data):
@@ -163,13 +194,13 @@ def test_decode_error_is_a_value_error_with_description():
 
 def test_unpack_row_that_is_a_string_raises_decode_error():
     with pytest.raises(DecodeError):
-        unpack_batch(msgpack.packb(["ab"]), Resolver())
+        unpack_batch(msgpack.packb(["ab", []]), Resolver())
 
 
 @pytest.mark.parametrize("row", [[1, ACKER_ACK], [1, ACKER_INIT, 5, 6], [1, ACKER_FAIL], [1, SPOUT_ACK]])
 def test_unpack_malformed_control_row_raises_decode_error(row):
     with pytest.raises(DecodeError):
-        unpack_batch(msgpack.packb([row]), Resolver())
+        unpack_batch(msgpack.packb([[], [row]]), Resolver())
 
 
 # ---------------------------------------------------------------- check_values
