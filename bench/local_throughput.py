@@ -14,6 +14,7 @@ usage: python bench/local_throughput.py [--seconds 10] [--only NAME ...]
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -153,6 +154,11 @@ def run_one(name: str, seconds: float, warmup: float) -> dict:
         b.set_bolt("count", Count()).fields_grouping("split", ["word"])
         unit = "sentences"
     conf = {"topology.workers": 1, **sc["conf"]}
+    # As `storm-py local` does: the scenario's process is the worker's (it runs alone in it).
+    from cluster_state.config import default_config
+    from executor.gc_policy import apply_gc_thresholds
+
+    apply_gc_thresholds({**default_config(), **conf})
     with LocalCluster() as cluster:
         cluster.submit_topology("bench", conf, b.create_topology())
         spout_ex = _find(cluster, "bench", "spout")
@@ -181,7 +187,8 @@ def run_one(name: str, seconds: float, warmup: float) -> dict:
         "latency_samples": len(lat), "failed": failed, "died": [str(d) for d in died],
         "cpu_secs_per_sec": round((cpu1 - cpu0) / (t1 - t0), 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "seconds": seconds, "settings": {**conf, "offered_rate": sc.get("rate"), "parallelism": 1},
+        "seconds": seconds, "settings": {**conf, "offered_rate": sc.get("rate"), "parallelism": 1,
+                                         "gc_threshold": list(gc.get_threshold())},
         "python": platform.python_version(), "cpus": os.cpu_count(),
     }
 
