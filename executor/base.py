@@ -14,7 +14,7 @@ from typing import Any, Callable
 from executor.errors import ClearError, ComponentError, EmitError
 from executor.receive_queue import ReceiveQueue
 from executor.scheduling import DONE, INACTIVE
-from executor.serialization import LARGE_VALUE, batch_bytes, measure_values
+from executor.serialization import ACKER_ACK, LARGE_VALUE, batch_bytes, measure_values
 from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,9 @@ class ExecutorBase:
         self._new_routes: tuple | None = None
         self._reported: dict[str, int] = {}
         self._pending_emits: deque = deque()
+        # Acks of this step, XOR-merged per root (the acker XORs them anyway): a bolt acking
+        # several tuples of one tree in a batch sends the acker one message, not one per tuple.
+        self._pending_acks: dict[int, int] = {}
         self._batch_size = max(1, int(w.conf["topology.producer.batch.size"]))
         self._max_tuple_bytes = int(w.conf["topology.max.tuple.size.bytes"])
         # Bytes of large tuples buffered since the last full flush: while non-zero, batches are
@@ -240,11 +243,21 @@ class ExecutorBase:
             self._pending_emits.append((q, buf, nbytes))
 
     def _flush(self) -> None:
+        if self._pending_acks:
+            self._send_pending_acks()
         bufs = self._bufs
         for i in range(len(bufs)):
             if bufs[i]:
                 self._flush_slot(i)
         self._large_bytes = 0
+
+    def _send_pending_acks(self) -> None:
+        pending, self._pending_acks = self._pending_acks, {}
+        acker_tasks = self._acker_tasks
+        n = self._n_ackers
+        send = self._send
+        for root, value in pending.items():
+            send(acker_tasks[root % n], (ACKER_ACK, root, value))
 
     def _try_flush_pending(self) -> bool:
         """Publish pendingEmits in order, stopping at the first refusal; True when empty."""
@@ -257,7 +270,7 @@ class ExecutorBase:
         return True
 
     def has_backlog(self) -> bool:
-        return bool(self._pending_emits) or any(self._bufs) or len(self.queue) > 0
+        return bool(self._pending_emits or self._pending_acks) or any(self._bufs) or len(self.queue) > 0
 
     def stats(self) -> dict[str, int | float]:
         executed = self.executed

@@ -64,18 +64,19 @@ class OutputCollector:
         ex.acked += 1
         a2i = tup.anchors_to_ids
         if a2i:
+            # Merged per root until the step flushes: one ACKER_ACK per tuple tree and batch.
             av = tup.ack_val
-            acker_tasks = ex._acker_tasks
-            n = ex._n_ackers
-            send = ex._send
+            pending = ex._pending_acks
             for root, eid in a2i.items():
-                send(acker_tasks[root % n], (ACKER_ACK, root, eid ^ av))
+                pending[root] = pending.get(root, 0) ^ eid ^ av
 
     def fail(self, tup: Tuple) -> None:
         ex = self._ex
         ex.failed += 1
         a2i = tup.anchors_to_ids
         if a2i:
+            if ex._pending_acks:  # the acker sees this step's acks before the fail, as they came
+                ex._send_pending_acks()
             acker_tasks = ex._acker_tasks
             n = ex._n_ackers
             for root in a2i:
