@@ -18,16 +18,25 @@ CLI_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, message: Any = "condition",
-               interval: float = 0.01) -> Any:
-    """Poll `predicate` until it returns something truthy (returned) or fail after `timeout`."""
+               interval: float = 0.01, tolerate: tuple[type[BaseException], ...] = ()) -> Any:
+    """Poll `predicate` until it returns something truthy (returned) or fail after `timeout`.
+
+    `tolerate`: exceptions the predicate may raise while a fault the test caused lasts (a
+    ZooKeeper that is restarting): they count as "not yet", and the last one is named if the
+    deadline passes."""
     deadline = time.monotonic() + timeout
+    last: BaseException | None = None
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except tolerate as exc:
+            value, last = None, exc
         if value:
             return value
         if time.monotonic() > deadline:
             text = message() if callable(message) else message
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {text}")
+            also = f" (last error: {type(last).__name__}: {last})" if last is not None else ""
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {text}{also}")
         time.sleep(interval)  # poll interval, bounded by the deadline above
 
 

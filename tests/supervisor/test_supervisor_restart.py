@@ -24,6 +24,7 @@ from testutil import wait_until
 from zk_fixture import zk_conf_for
 
 from cluster_state import local_layout
+from cluster_state.errors import ClusterStateError
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import LocalAssignment
 from daemons.supervisor.worker_state import WorkerRecord
@@ -142,8 +143,10 @@ def test_zookeeper_restart_while_workers_run_kills_nothing_and_the_supervisor_re
         wait_until(lambda: _fresh_heartbeats_after(sup.conf, down_for, ports), 20, "workers heartbeating")
         assert running_workers(sup.conf) == before and slots_running(sup, ports)
         server.start()
+        # ZooKeeper is coming back: reads may fail until the client has reconnected.
         wait_until(lambda: (info := env.cluster.supervisor_info(sup.supervisor_id)) is not None
-                   and info.time_secs > down_for, 60, "the supervisor registered again")
+                   and info.time_secs > down_for, 60, "the supervisor registered again",
+                   tolerate=(ClusterStateError,))
         rounds(sup, 3)
         assert running_workers(sup.conf) == before
         assert sup.launches == 2
