@@ -201,6 +201,10 @@ def _check_instance(spec: _BuildSpec) -> None:
     cid = spec.id
     if not isinstance(cid, str) or not cid:
         raise InvalidTopologyError(f"component id must be a non-empty string, got {cid!r}")
+    if isinstance(spec.obj, type):  # set_bolt("x", MyBolt): every method call would fail unbound
+        raise InvalidTopologyError(
+            f"{spec.kind} {cid!r}: got the class {spec.obj.__name__}; pass an instance: "
+            f"{spec.obj.__name__}()")
     needed = ("next_tuple",) if spec.kind == "spout" else ("execute",)
     for attr in needed:
         if not callable(getattr(spec.obj, attr, None)):

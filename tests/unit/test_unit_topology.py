@@ -532,3 +532,15 @@ def test_layout_max_task_parallelism_caps():
     assert layout.executors["exclaim"] == [(3, 3), (4, 4)]
 
 
+
+
+@pytest.mark.parametrize("kind", ["spout", "bolt"])
+def test_a_class_where_an_instance_belongs_names_the_component_and_the_fix(kind):
+    b = TopologyBuilder()
+    b.set_spout("words", WordSpout if kind == "spout" else WordSpout())
+    if kind == "bolt":
+        b.set_bolt("sink", SinkBasic).shuffle_grouping("words")
+    with pytest.raises(InvalidTopologyError) as err:
+        b.create_topology()
+    cls, comp = ("WordSpout", "words") if kind == "spout" else ("SinkBasic", "sink")
+    assert str(err.value) == f"{kind} {comp!r}: got the class {cls}; pass an instance: {cls}()"
