@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
@@ -27,10 +27,28 @@ OVERRIDE_SOURCE = "-c"
 
 # Keys Storm sets itself on a submitted topology.
 _INTERNAL_KEYS = {"topology.name", "storm.id"}
-# Key prefixes users may freely add (e.g. spark.* passed through to Spark).
-_OPEN_PREFIXES = ("spark.",)
+# Namespaces storm-py (or Storm, whose keys users bring) owns: an unknown key there is most
+# likely a typo and is warned about. Keys elsewhere are the user's own (`wordcount.table`, a
+# component's settings) and pass silently, as in Storm.
+_OWNED_PREFIXES = ("storm.", "topology.", "nimbus.", "supervisor.", "worker.", "task.", "ui.",
+                   "logviewer.", "drpc.", "pacemaker.", "transactional.", "dev.zookeeper.")
 
 _warned: set[str] = set()
+
+
+def _log_warning(text: str) -> None:
+    log.warning("%s", text)
+
+
+# How a warning about the config reaches the user: the worker log by default; the CLI prints a
+# one-line "warning:" instead (set_warning_printer).
+_warn: Callable[[str], None] = _log_warning
+
+
+def set_warning_printer(printer: Callable[[str], None] | None) -> None:
+    """Where warnings about config keys go (None: back to the log)."""
+    global _warn
+    _warn = printer or _log_warning
 
 
 class ConfigError(ValueError):
@@ -118,9 +136,9 @@ def validate_config(conf: Mapping[str, Any], source: str = "config") -> None:
             raise ConfigError(f"{source}: config key {key!r} is not a string")
         if key in SCHEMA:
             check_value(key, value, source)
-        elif key not in _INTERNAL_KEYS and not key.startswith(_OPEN_PREFIXES) and key not in _warned:
+        elif key not in _INTERNAL_KEYS and key.startswith(_OWNED_PREFIXES) and key not in _warned:
             _warned.add(key)
-            log.warning("%s: unknown config key %r (kept, but storm-py does not read it)", source, key)
+            _warn(f"{source}: unknown config key {key!r} (kept, but storm-py does not read it; a typo?)")
 
 
 # ---------------------------------------------------------------- -c key=value

@@ -19,6 +19,7 @@ from cluster_state.config import (
     LoadedConfig,
     load_storm_config,
     parse_overrides,
+    set_warning_printer,
     validate_config,
 )
 
@@ -33,6 +34,8 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
                         stream=sys.stderr)
+    # Warnings about the user's config are for the user: one line, no timestamp.
+    set_warning_printer(lambda text: click.echo(f"warning: {text}", err=True))
 
 
 def fail(message: str, code: int = 1) -> None:

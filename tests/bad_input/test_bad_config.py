@@ -189,3 +189,11 @@ def test_refused_c_value_wins_over_a_valid_topology_config(tmp_path):
     f.write_text(TOPOLOGY.replace("CONFIG", repr({"topology.max.spout.pending": 5})))
     one_error_line(storm_py("local", str(f), "--duration", "5", "-c", "topology.max.spout.pending=-1", cwd=tmp_path),
               "topology.max.spout.pending", "-c")
+
+
+def test_a_typo_in_storm_s_namespace_is_one_warning_line_and_a_user_s_own_key_is_silent(tmp_path):
+    (tmp_path / "storm.yaml").write_text("wordcount.table: /data/counts\n")
+    out = _storm_py("localconfvalue", "topology.workers", "-c", "topology.wokers=2", "-c", "mlledger.dir=/x",
+                    conf_dir=tmp_path, check=0)
+    assert out.stderr.splitlines() == [
+        "warning: -c: unknown config key 'topology.wokers' (kept, but storm-py does not read it; a typo?)"]

@@ -42,7 +42,8 @@ def _write_storm_yaml(directory: Path, text: str) -> Path:
 
 
 def _unique_key() -> str:
-    return f"my.own.key{uuid.uuid4().hex}"
+    """An unknown key in a namespace storm-py owns (a typo, as far as it can tell)."""
+    return f"topology.no.such.key{uuid.uuid4().hex}"
 
 
 # ---------------------------------------------------------------- defaults
@@ -245,10 +246,22 @@ def test_unknown_key_warns_but_is_kept(caplog, tmp_path):
     assert any(key3 in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
-def test_internal_and_open_prefix_keys_do_not_warn(caplog):
+def test_internal_open_prefix_and_users_own_keys_do_not_warn(caplog):
     caplog.set_level(logging.WARNING, logger="cluster_state.config")
-    validate_config({"topology.name": "wc", "storm.id": "wc-1-1", f"spark.{uuid.uuid4().hex}": "x"})
+    validate_config({"topology.name": "wc", "storm.id": "wc-1-1", f"spark.{uuid.uuid4().hex}": "x",
+                     f"wordcount.table{uuid.uuid4().hex}": "/data/t", f"mlledger{uuid.uuid4().hex}.dir": "/x"})
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_warning_printer_gets_one_line_naming_the_key_and_its_source():
+    printed: list[str] = []
+    config_mod.set_warning_printer(printed.append)
+    try:
+        key = _unique_key()
+        validate_config({key: 1, f"myapp{uuid.uuid4().hex}.rate": 2}, "storm.yaml")
+    finally:
+        config_mod.set_warning_printer(None)
+    assert printed == [f"storm.yaml: unknown config key {key!r} (kept, but storm-py does not read it; a typo?)"]
 
 
 # ---------------------------------------------------------------- -c overrides
