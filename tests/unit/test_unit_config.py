@@ -41,6 +41,15 @@ def _write_storm_yaml(directory: Path, text: str) -> Path:
     return directory
 
 
+@pytest.fixture(autouse=True)
+def _warnings_to_the_log():
+    """Config warnings go to the log here, whatever an in-process CLI run set before (the CLI
+    prints them instead: setup_logging sets a printer for its process)."""
+    config_mod.set_warning_printer(None)
+    yield
+    config_mod.set_warning_printer(None)
+
+
 def _unique_key() -> str:
     """An unknown key in a namespace storm-py owns (a typo, as far as it can tell)."""
     return f"topology.no.such.key{uuid.uuid4().hex}"
