@@ -1,4 +1,4 @@
-"""LocalState: a small versioned key/value store on local disk (design.md section 4).
+"""LocalState: a small versioned key/value store on local disk (Storm's LocalState.java; docs/architecture.md, "Local disk layout").
 
 Each write produces a whole new version file: the map is msgpack-encoded into a temp file in
 the same directory, fsynced, renamed to `<version>.state` (atomic on POSIX) and the directory

@@ -1,4 +1,4 @@
-"""Storm's ZooKeeper layout under `storm.zookeeper.root` (design.md section 3), as pure functions.
+"""Storm's ZooKeeper layout under `storm.zookeeper.root` (docs/architecture.md, "ZooKeeper layout"; Storm's ClusterUtils.java), as pure functions.
 
 All paths here are relative to the root (the clients apply the chroot), e.g.
 `/assignments/wordcount-1-1700000000`.

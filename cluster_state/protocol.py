@@ -1,4 +1,4 @@
-"""The ClusterState protocol (seed 004): what StormClusterState needs from a ZooKeeper-like store.
+"""The ClusterState protocol (Storm's cluster.clj, IStateStorage.java): what StormClusterState needs from a ZooKeeper-like store.
 
 Two implementations share one contract (tests/cluster_state/test_cs_contract.py):
 `zk.ZkClusterState` on a real ZooKeeper and `memory.InMemoryClusterState` for local mode.

@@ -1,4 +1,4 @@
-"""StormClusterState (seed 004): Storm's records and layout on top of a ClusterState.
+"""StormClusterState (Storm's cluster.clj, StormClusterStateImpl.java): Storm's records and layout on top of a ClusterState.
 
 Read methods that take a callback arm a one-shot watch and remember the callback per subtree
 (assignments, supervisors) or per id (assignment info, storm base), exactly like Storm's

@@ -1,4 +1,4 @@
-"""The acker's XOR ledger (seed 001): pure logic, no threads or I/O.
+"""The acker's XOR ledger (Storm's acker.clj, Acker.java): pure logic, no threads or I/O.
 
 Every spout tuple tree has a 64-bit root id. The ledger keeps, per root, the XOR of every
 edge id created and acked so far; it is zero exactly when every edge was acked (up to a

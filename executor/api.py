@@ -1,4 +1,4 @@
-"""The topology-author API (design.md section 7). These names are fixed."""
+"""The topology-author API (docs/topology-guide.md, "The API: `executor.api`"). These names are fixed."""
 
 from executor.components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout
 from executor.context import TopologyContext

@@ -1,4 +1,4 @@
-"""Wait strategies (seed 002): Progressive (spin, yield, sleep) and Park.
+"""Wait strategies (Storm's WaitStrategyProgressive.java, WaitStrategyPark.java): Progressive (spin, yield, sleep) and Park.
 
 `idle(counter) -> counter` as in Storm's IWaitStrategy. The sleeper is injected: executors
 pass a wait on their receive queue, so a "sleep" ends early as soon as input arrives (a

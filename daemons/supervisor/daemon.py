@@ -1,4 +1,4 @@
-"""The supervisor daemon (seed 003): orchestration only; the decisions are local_assignments.py
+"""The supervisor daemon (Storm's supervisor.clj): orchestration only; the decisions are local_assignments.py
 (what runs on each port), slot.py (each port's lifecycle) and worker_state.py (is a pid still
 our worker).
 

@@ -1,4 +1,4 @@
-"""Topology code from Nimbus onto this machine (seed 003's `download-storm-code`).
+"""Topology code from Nimbus onto this machine (Storm's supervisor.clj, `download-storm-code`).
 
 Both files Nimbus keeps for a topology (`stormjar.zip`, `stormconf.json`) are fetched in chunks
 into a fresh `supervisor/tmp/{uuid}/`, each checked against the sha256 Nimbus announces; the

@@ -25,7 +25,7 @@ Driving it (one tick of the daemon's sync-processes, for every slot independentl
 On start: recover_slots(ports, records from LocalState); strays are stepped with
 assignment=None until EMPTY; stray_worker_dirs are removed without signalling anything.
 
-Rules (seed 003 and Storm 2.x):
+Rules (Storm's supervisor.clj and 2.x Slot.java):
 - the port's assignment changes or goes away: SIGTERM, wait `shutdown_sleep_secs`, SIGKILL,
   clean up, then prepare the new assignment (EMPTY when none);
 - a worker that exits, stops heartbeating (timed-out), loses its heartbeat, heartbeats for

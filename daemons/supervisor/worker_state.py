@@ -1,6 +1,6 @@
-"""Is a worker process still the one we launched, and is it healthy? (pure; seed 003).
+"""Is a worker process still the one we launched, and is it healthy? (pure; Storm's supervisor.clj).
 
-`classify_worker` is seed 003's `read-allocated-workers` for one worker, with the start timeout
+`classify_worker` is supervisor.clj's `read-allocated-workers` for one worker, with the start timeout
 of `wait-for-worker-launch` folded in: a worker without a heartbeat is not-started while it is
 within `supervisor.worker.start.timeout.secs` of its launch. `check_process` decides whether a
 recorded pid is still our worker: the daemon gathers the facts with psutil (exists, create

@@ -1,5 +1,5 @@
 """SparkSinkBolt: stores a stream in a Parquet table through Spark, acking tuples only once the
-batch holding them is committed (design.md section 9).
+batch holding them is committed (docs/topology-guide.md, "The Spark sink").
 
 Usage::
 

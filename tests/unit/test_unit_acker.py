@@ -1,4 +1,4 @@
-"""Unit tests for the acker's pure XOR ledger (seed 001)."""
+"""Unit tests for the acker's pure XOR ledger (Storm's acker.clj)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Supervisor local assignments (pure): seed 003's read-assignments with conflicts as values."""
+"""Supervisor local assignments (pure): supervisor.clj's read-assignments with conflicts as values."""
 
 from cluster_state.records import Assignment, LocalAssignment, VersionedAssignment
 from daemons.supervisor.local_assignments import (

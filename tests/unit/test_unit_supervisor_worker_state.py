@@ -1,4 +1,4 @@
-"""Worker classification (seed 003's read-allocated-workers) and the pid-reuse guard (pure)."""
+"""Worker classification (supervisor.clj's read-allocated-workers) and the pid-reuse guard (pure)."""
 
 import pytest
 
