@@ -34,11 +34,6 @@ def merge_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
 EMITTED, TRANSFERRED, ACKED, FAILED, EXECUTED = "emitted", "transferred", "acked", "failed", "executed"
 COMPLETE_MS, COMPLETE_N = "complete_ms_sum", "complete_count"
 EXECUTE_MS, EXECUTE_N = "execute_ms_sum", "execute_count"
-PROCESS_MS, PROCESS_N = "process_ms_sum", "process_count"
-
-
-def counter(metric: str, key: str) -> str:
-    return f"{metric}|{key}"
 
 
 def split_counter(name: str) -> tuple[str, str]:
