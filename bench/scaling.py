@@ -27,7 +27,8 @@ usage: python3 bench/scaling.py [--seconds 15] [--warmup 5] [--only acked|unacke
                                 [--dir D]      (keep the cluster, probes and logs in D)
                                 [--profile]    (py-spy record of each worker over the window;
                                                 top self/inclusive entries; it costs CPU)
-                                [--bytewax-python PY] [--peer-dir DIR]
+                                [--conf KEY=YAML ...]  (topology config for every run)
+                                [--no-bytewax] [--bytewax-python PY] [--peer-dir DIR]
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import time
 from pathlib import Path
 
 import psutil
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -422,8 +424,9 @@ def measure(dev: DevCluster, out: Path, run_dir: Path, seconds: float, profile: 
 # -- one run --------------------------------------------------------------------------------------
 
 
-def run_conf(mode: str, workers: int, out: Path) -> dict:
-    return {"topology.workers": workers, **MODE_CONF[mode], "scaling.acked": mode == "acked", "scaling.out": str(out)}
+def run_conf(mode: str, workers: int, out: Path, extra: dict | None = None) -> dict:
+    return {"topology.workers": workers, **MODE_CONF[mode], **(extra or {}), "scaling.acked": mode == "acked",
+            "scaling.out": str(out)}
 
 
 def run_one(dev: DevCluster, topology_file: Path, run_dir: Path, mode: str, workers: int, rep: int,
@@ -431,7 +434,7 @@ def run_one(dev: DevCluster, topology_file: Path, run_dir: Path, mode: str, work
     name = f"scaling-{mode}-{workers}w-{rep}"
     out = run_dir / "out"
     out.mkdir(parents=True, exist_ok=True)
-    conf = run_conf(mode, workers, out)
+    conf = run_conf(mode, workers, out, args.conf)
     started = time.monotonic()
     submit(dev, topology_file, name, conf)
     try:
@@ -560,11 +563,22 @@ def parse_args(argv=None):
     ap.add_argument("--dir", help="keep the cluster, probes and logs here (default: a temp dir, removed "
                                   "unless a run failed)")
     ap.add_argument("--profile", action="store_true", help="py-spy record each worker over the window")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=YAML",
+                    help="a topology config key for every run, e.g. topology.worker.gc.thresholds='[0]' "
+                         "(repeatable; for experiments)")
+    ap.add_argument("--no-bytewax", action="store_true", help="skip the Bytewax run")
     ap.add_argument("--bytewax-python", default="/tmp/bw/bin/python")
     ap.add_argument("--peer-dir", type=Path, default=ROOT.parent / "shared" / "peers")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            ap.error(f"--conf {item!r}: expected KEY=VALUE (the value in YAML)")
+        conf[key] = yaml.safe_load(value)
+    args.conf = conf
     return args
 
 
@@ -601,7 +615,7 @@ def main(argv=None) -> int:
     ok = False
     try:
         lines = run_all(args, base)
-        peer = bytewax(args.bytewax_python, args.peer_dir)
+        peer = {"skipped": "--no-bytewax"} if args.no_bytewax else bytewax(args.bytewax_python, args.peer_dir)
         print(json.dumps({"bench": "scaling", "summary": summary(lines, peer)}), flush=True)
         ok = not any("error" in ln for ln in lines)
     finally:

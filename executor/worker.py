@@ -116,12 +116,13 @@ class Worker:
 
     def _slots(self, routing: Routing) -> tuple[list[ReceiveQueue], dict[int, int]]:
         """Destination queues (new ones created, surviving ones kept) and task -> slot index."""
-        batch = int(self.conf["topology.producer.batch.size"])
         dests = {}
         for addr in routing.destinations:
             q = self._destinations.get(addr)
             if q is None:
-                q = ReceiveQueue(int(self.conf["topology.transfer.buffer.size"]) * batch, f"to-{addr}",
+                # In tuples, as in Storm: a bound in batches let ~10^5 tuples wait here, and the
+                # garbage collector rescans whatever waits (bench/RESULTS.md, "third look").
+                q = ReceiveQueue(int(self.conf["topology.transfer.buffer.size"]), f"to-{addr}",
                                  int(self.conf["topology.executor.receive.buffer.bytes"]),
                                  event=self._transfer_wakeup)
             dests[addr] = q
