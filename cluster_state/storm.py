@@ -261,6 +261,21 @@ class StormClusterState:
     def get_worker_heartbeat(self, storm_id: str, node: str, port: int) -> WorkerHeartbeat | None:
         return self._read(paths.workerbeat_path(storm_id, node, port), WorkerHeartbeat)
 
+    def worker_heartbeats(self, storm_id: str) -> list[WorkerHeartbeat]:
+        """Every worker heartbeat of a topology, dead workers' included (an unreadable one is
+        skipped with a warning)."""
+        out = []
+        root = paths.workerbeat_storm_root(storm_id)
+        for name in self._children(root):
+            try:
+                beat = self._read(f"{root}/{name}", WorkerHeartbeat)
+            except DecodeError as exc:
+                log.warning("skipping heartbeat %s of %s: %s", name, storm_id, exc)
+                continue
+            if beat is not None:
+                out.append(beat)
+        return out
+
     def remove_worker_heartbeat(self, storm_id: str, node: str, port: int) -> None:
         self._cs.delete_node(paths.workerbeat_path(storm_id, node, port))
 

@@ -34,7 +34,7 @@ from daemons.supervisor.daemon import Supervisor
 from executor.errors import ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout
 from executor.lifecycle import Status
-from executor.stats import merge_stats
+from executor.stats import component_totals, group_by_component
 from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
@@ -281,13 +281,10 @@ class LocalCluster:
         return [p.worker for p in self._running(self._get(name).storm_id)]
 
     def component_stats(self, name: str) -> dict[str, dict[str, float]]:
-        """Totals of the topology's run: every worker it had, including ones that died (a
-        restarted worker counts from zero, as a restarted worker process does)."""
-        by_comp: dict[str, list] = {}
-        for snapshot in self._launcher.stats_snapshots(self._get(name).storm_id):
-            for comp, stats in snapshot.items():
-                by_comp.setdefault(comp, []).append(stats)
-        return {comp: merge_stats(stats) for comp, stats in by_comp.items()}
+        """All-time totals of the topology's run: every worker it had, including ones that
+        died (their final figures), merged by executor/stats.py as Nimbus merges heartbeats."""
+        records = self._launcher.stats_snapshots(self._get(name).storm_id)
+        return {comp: component_totals(recs) for comp, recs in group_by_component(records).items()}
 
     def spout_latencies(self, name: str) -> list[float]:
         out: list[float] = []

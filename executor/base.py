@@ -15,6 +15,7 @@ from executor.errors import ClearError, ComponentError, EmitError
 from executor.receive_queue import ReceiveQueue
 from executor.scheduling import DONE, INACTIVE
 from executor.serialization import ACKER_ACK, LARGE_VALUE, batch_bytes, measure_values
+from executor.stats import EMITTED, TRANSFERRED
 from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class ExecutorWiring:
     on_die: Callable[[ComponentError], None]
     emit_listener: Callable[[str, int, str, list], None] | None = None
     on_cycle: bool = False                   # the component lies on a stream cycle
+    inputs: tuple = ()                       # (component, stream) it subscribes to
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -102,6 +104,12 @@ class ExecutorBase:
         self.executed = 0
         self.transferred = 0      # entries handed to queues (tuples to other tasks, acker traffic)
         self.execute_secs = 0.0   # time spent executing input (bolts)
+        # per input (component, stream): [executed, execute secs]; acks and fails (bolts)
+        self.executed_in: dict[tuple[str, str], list] = {}
+        self.acked_in: dict[tuple[str, str], int] = {}
+        self.failed_in: dict[tuple[str, str], int] = {}
+        inputs = set(w.inputs)
+        self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
 
     @property
     def executor_id(self) -> tuple[int, int]:
@@ -271,6 +279,22 @@ class ExecutorBase:
 
     def has_backlog(self) -> bool:
         return bool(self._pending_emits or self._pending_acks) or any(self._bufs) or len(self.queue) > 0
+
+    # ---- stats (executor/stats.py names them; read by the worker's heartbeat thread) ----
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters, `metric|key` (executor/stats.py)."""
+        out: dict[str, float] = {}
+        for task in self.task_ids:
+            for stream, so in self.w.routes.get(task, {}).items():
+                emitted, transferred = so.counts
+                if emitted:
+                    out[f"{EMITTED}|{stream}"] = out.get(f"{EMITTED}|{stream}", 0) + emitted
+                    out[f"{TRANSFERRED}|{stream}"] = out.get(f"{TRANSFERRED}|{stream}", 0) + transferred
+        return out
+
+    def gauges(self) -> dict:
+        return {"queue_population": len(self.queue), "queue_capacity": self.queue.capacity,
+                "backpressure": bool(self._pending_emits)}
 
     def stats(self) -> dict[str, int | float]:
         executed = self.executed

@@ -18,11 +18,15 @@ from executor.serialization import (
     SCALAR_TYPES,
     SPOUT_ACK,
     SPOUT_FAIL,
+    TupleColumn,
 )
+from executor.stats import ACKED, EXECUTE_MS, EXECUTE_N, EXECUTED, FAILED
 from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import BOLT_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
+
+_ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
 _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits after fan-out
 
@@ -61,6 +65,14 @@ class OutputCollector:
 
     def ack(self, tup: Tuple) -> None:
         ex = self._ex
+        key = (tup.source_component, tup.source_stream)
+        acked_in = ex.acked_in
+        acked_in[key] = acked_in.get(key, 0) + 1
+        self._ack_tree(tup)
+
+    def _ack_tree(self, tup: Tuple) -> None:
+        """The acker's part of an ack (a BasicBolt's acks are counted per batch instead)."""
+        ex = self._ex
         ex.acked += 1
         a2i = tup.anchors_to_ids
         if a2i:
@@ -73,6 +85,9 @@ class OutputCollector:
     def fail(self, tup: Tuple) -> None:
         ex = self._ex
         ex.failed += 1
+        key = (tup.source_component, tup.source_stream)
+        failed_in = ex.failed_in
+        failed_in[key] = failed_in.get(key, 0) + 1
         a2i = tup.anchors_to_ids
         if a2i:
             if ex._pending_acks:  # the acker sees this step's acks before the fail, as they came
@@ -121,6 +136,9 @@ class BasicOutputCollector:
         if ex._listener is not None:
             ex._listener(ex.component_id, self._task, stream, values)
         targets = out.targets(values)
+        counts = out.counts
+        counts[0] += 1
+        counts[1] += len(targets)
         tup = Tuple(values, self._task, stream, ex.component_id, out.fields, None)
         bufs = ex._bufs
         task_slot = ex._task_slot
@@ -171,10 +189,10 @@ class BasicBoltAdapter:
                 collector.fail(tup)
                 continue
             if tup.anchors_to_ids:
-                collector.ack(tup)
+                collector._ack_tree(tup)
             else:  # outside every tuple tree: nothing to tell the acker
                 untracked += 1
-        collector._ex.acked += untracked
+        collector._ex.acked += untracked  # per stream: executed - failed (BoltExecutor.counters)
 
     def cleanup(self):
         self.user.cleanup()
@@ -195,6 +213,9 @@ class BoltExecutor(ExecutorBase):
     # ---- emit path (hot) ----
     def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
         self.emitted += 1
+        counts = out.counts
+        counts[0] += 1
+        counts[1] += len(targets)
         if self._listener is not None:
             self._listener(self.component_id, task, out.stream, values)
         bufs = self._bufs
@@ -253,6 +274,7 @@ class BoltExecutor(ExecutorBase):
     def _process(self, batch) -> None:
         self._where = "execute"
         objs = self.w.objs
+        started = time.monotonic()
         if len(self.task_ids) == 1:
             obj = objs[self.task_ids[0]]
             if type(obj) is BasicBoltAdapter:
@@ -265,7 +287,35 @@ class BoltExecutor(ExecutorBase):
             for task, tup in batch:
                 self._cur_task = task
                 objs[task].execute(tup)
-        self.executed += len(batch)
+        n = len(batch)
+        self.executed += n
+        self._count_input(batch, n, time.monotonic() - started)
+
+    def _count_input(self, batch, n: int, secs: float) -> None:
+        """Executed tuples and execute time per input (component, stream): per batch when the
+        batch is one input's (a received column, or a bolt with one subscription), per tuple
+        otherwise."""
+        if type(batch) is TupleColumn:
+            key = (batch.component, batch.stream)
+        else:
+            first = batch[0][1]
+            key = (first.source_component, first.source_stream)
+            if key != self._single_input:
+                keys: dict = {}
+                for _task, tup in batch:
+                    k = (tup.source_component, tup.source_stream)
+                    keys[k] = keys.get(k, 0) + 1
+                for k, c in keys.items():
+                    self._add_input(k, c, secs * c / n)
+                return
+        self._add_input(key, n, secs)
+
+    def _add_input(self, key, n: int, secs: float) -> None:
+        entry = self.executed_in.get(key)
+        if entry is None:
+            entry = self.executed_in[key] = [0, 0.0]
+        entry[0] += n
+        entry[1] += secs
 
     def step(self) -> int:
         """One turn of the bolt loop: flush pendingEmits, consume a batch, execute it, flush."""
@@ -284,12 +334,32 @@ class BoltExecutor(ExecutorBase):
         if not batches:
             return IDLE
         process = self._process
-        started = time.monotonic()  # timed per consume, not per tuple: execute latency for the stats
+        started = time.monotonic()  # timed per consume, not per tuple: capacity for the stats
         for batch in batches:
             process(batch)
         self.execute_secs += time.monotonic() - started
         self._flush()
         return BUSY
+
+    def counters(self) -> dict[str, float]:
+        out = super().counters()
+        basic = all(type(self.w.objs.get(t)) is BasicBoltAdapter for t in self.task_ids)
+        failed_in = dict(self.failed_in)
+        acked_in = dict(self.acked_in)
+        for (comp, stream), (n, secs) in list(self.executed_in.items()):
+            key = f"{comp}:{stream}"
+            ms = secs * 1000.0
+            out[f"{EXECUTED}|{key}"] = n
+            out[f"{EXECUTE_MS}|{key}"] = ms
+            out[f"{EXECUTE_N}|{key}"] = n
+            if basic:  # a BasicBolt acks whatever it does not fail
+                acked_in[(comp, stream)] = n - failed_in.get((comp, stream), 0)
+        for (comp, stream), n in acked_in.items():
+            if n:
+                out[f"{ACKED}|{comp}:{stream}"] = n
+        for (comp, stream), n in failed_in.items():
+            out[f"{FAILED}|{comp}:{stream}"] = n
+        return out
 
     def _shutdown_components(self) -> None:
         for task in self.task_ids:
@@ -313,6 +383,11 @@ class AckerExecutor(BoltExecutor):
 
     def _process(self, batch) -> None:
         self._where = "acker"
+        started = time.monotonic()
+        self._process_acker(batch)
+        self._add_input(_ACKER_INPUT, len(batch), time.monotonic() - started)
+
+    def _process_acker(self, batch) -> None:
         ledger = self.ledger
         send = self._send
         for _task, p in batch:

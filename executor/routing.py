@@ -24,7 +24,7 @@ class StreamOut:
     """Where one task's tuples on one stream go."""
 
     __slots__ = ("component", "stream", "fields", "n", "direct", "_groupers", "_single", "direct_tasks",
-                 "targets")
+                 "targets", "counts")
 
     def __init__(self, component: str, stream: str, fields: Fields, direct: bool, groupers: list,
                  direct_tasks: frozenset[int]):
@@ -36,6 +36,8 @@ class StreamOut:
         self._groupers = groupers
         self._single = groupers[0] if len(groupers) == 1 else None
         self.direct_tasks = direct_tasks
+        # [emitted, transferred] on this stream (the executor's stats: executor/stats.py)
+        self.counts = [0, 0]
         # targets(values) -> task ids; bound straight to the grouper in the common one-subscriber case
         self.targets = self._single.choose if self._single is not None else self._all_targets
 

@@ -12,6 +12,18 @@ from executor.base import ExecutorBase
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
 from executor.serialization import ACKER_INIT, LARGE_VALUE, SCALAR_TYPES, SPOUT_ACK, SPOUT_FAIL
+from executor.stats import (
+    ACKED,
+    COMPLETE_MS,
+    COMPLETE_N,
+    FAILED,
+    SKIP_BACKPRESSURE,
+    SKIP_INACTIVE,
+    SKIP_MAX_PENDING,
+    SKIP_REASONS,
+    SKIPPED_MS,
+    TIMEOUTS,
+)
 from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import SPOUT_WAIT, make_wait_strategy
 
@@ -74,6 +86,15 @@ class SpoutExecutor(ExecutorBase):
         self._last_flush = time.monotonic()
         self._sample_rate = float(conf["topology.stats.sample.rate"])
         self.latencies: deque = deque(maxlen=20000)  # sampled complete latencies, seconds
+        # per stream: acked, failed explicitly, timed out; [sampled count, summed seconds]
+        self.acked_by: dict[str, int] = {}
+        self.failed_by: dict[str, int] = {}
+        self.timeouts_by: dict[str, int] = {}
+        self.complete_by: dict[str, list] = {}
+        # seconds next_tuple was not called, by reason (Storm's spout skip counters, as time)
+        self.skipped = dict.fromkeys(SKIP_REASONS, 0.0)
+        self._skip_reason: str | None = None
+        self._skip_since = 0.0
         self._objs = [w.objs[t] for t in self.task_ids]
         # The acker this executor's roots go to when one runs in this worker (spread over them).
         local = [i for i, t in enumerate(self._acker_tasks) if t in w.local_tasks]
@@ -84,6 +105,9 @@ class SpoutExecutor(ExecutorBase):
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
         self.emitted += 1
+        counts = out.counts
+        counts[0] += 1
+        counts[1] += len(targets)
         if self._listener is not None:
             self._listener(self.component_id, task, out.stream, values)
         bufs = self._bufs
@@ -122,22 +146,32 @@ class SpoutExecutor(ExecutorBase):
                 if len(buf) >= bs:
                     self._flush_slot(i)
             if msg_id is not None:  # no ackers, or nobody subscribed: done at emit
-                self._ack_msg(task, msg_id, None)
+                self._ack_msg(task, msg_id, None, stream)
         return targets
 
     # ---- ack/fail ----
-    def _ack_msg(self, task, msg_id, started):
+    def _ack_msg(self, task, msg_id, started, stream):
         self.acked += 1
+        by = self.acked_by
+        by[stream] = by.get(stream, 0) + 1
         if started is not None and self._sample_rate and random.random() < self._sample_rate:
-            self.latencies.append(time.monotonic() - started)
+            secs = time.monotonic() - started
+            self.latencies.append(secs)
+            lat = self.complete_by.get(stream)
+            if lat is None:
+                lat = self.complete_by[stream] = [0, 0.0]
+            lat[0] += 1
+            lat[1] += secs
         if self._debug:
             log.info("spout %s task %d: acked %r", self.component_id, task, msg_id)
         self._where = "ack"
         self._cur_task = task
         self.w.objs[task].ack(msg_id)
 
-    def _fail_msg(self, task, msg_id):
+    def _fail_msg(self, task, msg_id, stream, timeout=False):
         self.failed += 1
+        by = self.timeouts_by if timeout else self.failed_by
+        by[stream] = by.get(stream, 0) + 1
         if self._debug:
             log.info("spout %s task %d: failed %r", self.component_id, task, msg_id)
         self._where = "fail"
@@ -145,7 +179,7 @@ class SpoutExecutor(ExecutorBase):
         self.w.objs[task].fail(msg_id)
 
     def _expire(self, root, info):
-        self._fail_msg(info[0], info[1])
+        self._fail_msg(info[0], info[1], info[2], timeout=True)
 
     def _process(self, batches) -> int:
         n = 0
@@ -158,9 +192,9 @@ class SpoutExecutor(ExecutorBase):
                     if info is None:
                         continue  # already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
-                        self._ack_msg(info[0], info[1], info[4])
+                        self._ack_msg(info[0], info[1], info[4], info[2])
                     elif p[0] == SPOUT_FAIL:
-                        self._fail_msg(info[0], info[1])
+                        self._fail_msg(info[0], info[1], info[2])
                 elif p.is_tick():
                     pending.rotate()  # system tick every message timeout: expires after T..2T
         return n
@@ -186,6 +220,9 @@ class SpoutExecutor(ExecutorBase):
         `burst` next_tuple calls while they emit, pendingEmits is empty and max pending allows."""
         if self._new_routes is not None:
             self._apply_routes()
+        if self._skip_reason is not None:
+            self.skipped[self._skip_reason] += time.monotonic() - self._skip_since
+            self._skip_reason = None
         received = 0
         if self._skip >= self._skips:
             self._skip = 0
@@ -199,6 +236,7 @@ class SpoutExecutor(ExecutorBase):
                 self._set_active(False)
             self._flush()
             self._skip = self._skips
+            self._skipping(SKIP_INACTIVE)
             return INACTIVE
         if not self._last_active:
             self._last_active = True
@@ -212,6 +250,8 @@ class SpoutExecutor(ExecutorBase):
             self._where = "next_tuple"
             for _ in range(self.burst):
                 if max_pending and pending.size() >= max_pending:
+                    if no_emits:
+                        self._skipping(SKIP_MAX_PENDING)
                     break
                 before = self.emitted
                 if len(objs) == 1:
@@ -230,6 +270,8 @@ class SpoutExecutor(ExecutorBase):
         if pe:
             self._flush()
             self._skip = self._skips
+            if no_emits:
+                self._skipping(SKIP_BACKPRESSURE)
             return BLOCKED
         now = time.monotonic()
         if no_emits:
@@ -242,12 +284,41 @@ class SpoutExecutor(ExecutorBase):
             self._last_flush = now
         return BUSY
 
+    def _skipping(self, reason: str) -> None:
+        """next_tuple is not called now for this reason: its time counts until the next step."""
+        self._skip_reason = reason
+        self._skip_since = time.monotonic()
+
     def _shutdown_components(self) -> None:
         for task in self.task_ids:
             try:
                 self.w.objs[task].close()
             except Exception:
                 log.exception("spout %s task %d: close() raised", self.component_id, task)
+
+    def counters(self) -> dict[str, float]:
+        out = super().counters()
+        for metric, by in ((ACKED, self.acked_by), (FAILED, self.failed_by), (TIMEOUTS, self.timeouts_by)):
+            for stream, n in list(by.items()):
+                out[f"{metric}|{stream}"] = n
+        for stream, n in list(self.timeouts_by.items()):  # a timeout is a fail too, as in Storm
+            out[f"{FAILED}|{stream}"] = out.get(f"{FAILED}|{stream}", 0) + n
+        for stream, (n, secs) in list(self.complete_by.items()):
+            out[f"{COMPLETE_N}|{stream}"] = n
+            out[f"{COMPLETE_MS}|{stream}"] = secs * 1000.0
+        skipped = dict(self.skipped)
+        if self._skip_reason is not None:
+            skipped[self._skip_reason] += time.monotonic() - self._skip_since
+        for reason, secs in skipped.items():
+            if secs:
+                out[f"{SKIPPED_MS}|{reason}"] = secs * 1000.0
+        return out
+
+    def gauges(self) -> dict:
+        g = super().gauges()
+        g["pending"] = self.pending.size()
+        g["active"] = self._last_active
+        return g
 
     def stats(self) -> dict:
         s = super().stats()

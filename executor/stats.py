@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
+from executor.stats_windows import ALL_TIME
+
 # latency key -> the counter it is an average over
 LATENCY_WEIGHTS = {"execute_latency_ms": "executed", "complete_latency_ms": "acked"}
 
@@ -32,8 +34,13 @@ def merge_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
 # or "component:stream" (a bolt's input).
 
 EMITTED, TRANSFERRED, ACKED, FAILED, EXECUTED = "emitted", "transferred", "acked", "failed", "executed"
+TIMEOUTS = "timeouts"  # spouts: fails that were timeouts (also counted in FAILED)
 COMPLETE_MS, COMPLETE_N = "complete_ms_sum", "complete_count"
 EXECUTE_MS, EXECUTE_N = "execute_ms_sum", "execute_count"
+# Spouts: milliseconds next_tuple was not called, keyed by reason.
+SKIPPED_MS = "skipped_ms"
+SKIP_INACTIVE, SKIP_MAX_PENDING, SKIP_BACKPRESSURE = "inactive", "max_pending", "backpressure"
+SKIP_REASONS = (SKIP_INACTIVE, SKIP_MAX_PENDING, SKIP_BACKPRESSURE)
 
 
 def split_counter(name: str) -> tuple[str, str]:
@@ -84,3 +91,90 @@ def is_system_stream(key: str) -> bool:
     component:stream)."""
     stream = key.rpartition(":")[2]
     return stream.startswith("__")
+
+
+# ---------------------------------------------------------------- records -> Storm's figures
+# One merge for Nimbus, LocalCluster, the CLI and the UI: executor records (executor/
+# stats_record.py) of one component, one window, as the figures Storm's UI shows.
+
+CAPACITY_WINDOW = "600"  # Storm computes a bolt's capacity over the last 10 minutes
+
+
+def _keep(include_sys: bool) -> Callable[[str], bool] | None:
+    return None if include_sys else (lambda k: not is_system_stream(k))
+
+
+def component_figures(records: Iterable, window: str, include_sys: bool) -> dict:
+    """Totals of one component's executors in one window (kind taken from the records)."""
+    records = list(records)
+    kind = records[0].kind if records else "bolt"
+    counters = add_counters(rec.window(window)[1] for rec in records)
+    keep = _keep(include_sys)
+    fig: dict = {
+        "kind": kind, "executors": len(records),
+        EMITTED: int(total(counters, EMITTED, keep)), TRANSFERRED: int(total(counters, TRANSFERRED, keep)),
+        ACKED: int(total(counters, ACKED, keep)), FAILED: int(total(counters, FAILED, keep)),
+        "backpressure": any(rec.backpressure for rec in records),
+        "queue_population": sum(rec.queue_population for rec in records),
+        "queue_capacity": sum(rec.queue_capacity for rec in records),
+    }
+    if kind == "spout":
+        fig["complete_latency_ms"] = average_ms(counters, COMPLETE_MS, COMPLETE_N, keep)
+        fig[TIMEOUTS] = int(total(counters, TIMEOUTS, keep))
+        fig["pending"] = sum(rec.pending for rec in records)
+        fig["active"] = any(rec.active for rec in records)
+        fig["skipped_ms"] = {reason: by_key(counters, SKIPPED_MS).get(reason, 0.0) for reason in SKIP_REASONS}
+    else:
+        fig[EXECUTED] = int(total(counters, EXECUTED, keep))
+        fig["execute_latency_ms"] = average_ms(counters, EXECUTE_MS, EXECUTE_N, keep)
+        # storm-py times a whole execute call, ack included: process latency is execute latency
+        fig["process_latency_ms"] = fig["execute_latency_ms"]
+        fig["capacity"] = max((executor_capacity(rec) for rec in records), default=0.0)
+    return fig
+
+
+def executor_capacity(rec) -> float:
+    secs, counters = rec.window(CAPACITY_WINDOW)
+    return capacity(counters, secs)
+
+
+def output_streams(records: Iterable, window: str, include_sys: bool) -> dict[str, dict]:
+    """Per output stream: emitted, transferred, and for spouts acked, failed, complete latency."""
+    counters = add_counters(rec.window(window)[1] for rec in records)
+    out: dict[str, dict] = {}
+    for metric in (EMITTED, TRANSFERRED, ACKED, FAILED):
+        for stream, v in by_key(counters, metric).items():
+            if ":" in stream or (not include_sys and is_system_stream(stream)):
+                continue  # a bolt's input key
+            out.setdefault(stream, dict.fromkeys((EMITTED, TRANSFERRED, ACKED, FAILED), 0))[metric] = int(v)
+    for stream, figs in out.items():
+        figs["complete_latency_ms"] = average_ms(counters, COMPLETE_MS, COMPLETE_N, lambda k, s=stream: k == s)
+    return out
+
+
+def input_streams(records: Iterable, window: str, include_sys: bool) -> dict[tuple[str, str], dict]:
+    """A bolt's figures per input (component, stream): executed, latencies, acked, failed."""
+    counters = add_counters(rec.window(window)[1] for rec in records)
+    out: dict[tuple[str, str], dict] = {}
+    for metric in (EXECUTED, ACKED, FAILED):
+        for key, v in by_key(counters, metric).items():
+            comp, sep, stream = key.rpartition(":")
+            if not sep or (not include_sys and is_system_stream(key)):
+                continue
+            out.setdefault((comp, stream), dict.fromkeys((EXECUTED, ACKED, FAILED), 0))[metric] = int(v)
+    for (comp, stream), figs in out.items():
+        lat = average_ms(counters, EXECUTE_MS, EXECUTE_N, lambda k, want=f"{comp}:{stream}": k == want)
+        figs["execute_latency_ms"] = figs["process_latency_ms"] = lat
+    return out
+
+
+def component_totals(records: Iterable) -> dict:
+    """All-time figures with system streams, as LocalCluster.component_stats gives them."""
+    return component_figures(records, ALL_TIME, True)
+
+
+def group_by_component(records: Iterable) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for rec in records:
+        out.setdefault(rec.component, []).append(rec)
+    return out

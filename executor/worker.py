@@ -27,7 +27,9 @@ from executor.receive_queue import ReceiveQueue
 from executor.routing import build_routes
 from executor.scheduling import DedicatedRunner, SharedRunner
 from executor.spout import SpoutExecutor
-from executor.stats import merge_stats
+from executor.stats import component_totals, group_by_component
+from executor.stats_keeper import StatsKeeper
+from executor.stats_record import ExecutorStats, to_wire
 from executor.ticks import TickTimer
 from executor.topology import StormTopology
 from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
@@ -90,6 +92,7 @@ class Worker:
         self.transport = transport
         self.status = status
         self.events = events
+        self.stats_keeper = StatsKeeper(time.monotonic)
         self.executors: list[ExecutorBase] = []
         self.dead: ComponentError | None = None
         self._timer = TickTimer(str(spec.address))
@@ -185,7 +188,9 @@ class Worker:
             routes=routes, conf=dict(p.conf), queue=q, slot_queues=slot_queues, task_slot=task_slot,
             acker_tasks=self.layout.acker_tasks, local_tasks=frozenset(self.local_tasks), status=self.status,
             report_error=self.events.on_error,
-            on_die=self._executor_died, emit_listener=self.events.emit_listener, on_cycle=p.on_cycle)
+            on_die=self._executor_died, emit_listener=self.events.emit_listener, on_cycle=p.on_cycle,
+            inputs=() if p.kind == "acker" else tuple(
+                (sub.source, sub.stream) for sub in self.topology.structure.components[comp].inputs))
         if p.kind == "acker":
             return AckerExecutor(wiring)
         return SpoutExecutor(wiring) if p.kind == "spout" else BoltExecutor(wiring)
@@ -310,15 +315,18 @@ class Worker:
         return comp, self.topology.stream_fields(comp, stream)
 
     # ---- inspection ----
-    def component_stats(self) -> dict[str, dict[str, float]]:
-        by_comp: dict[str, list] = {}
-        for ex in self.executors:
-            by_comp.setdefault(ex.component_id, []).append(ex.stats())
-        return {comp: merge_stats(stats) for comp, stats in by_comp.items()}
+    def stats_records(self) -> dict[tuple[int, int], ExecutorStats]:
+        """Per executor: its stats record (windows, gauges), as the heartbeat carries it."""
+        return self.stats_keeper.records(self.executors)
 
-    def executor_stats(self) -> dict[tuple[int, int], dict[str, float]]:
-        """Per executor, for the worker's heartbeat."""
-        return {ex.executor_id: ex.stats() for ex in self.executors}
+    def component_stats(self) -> dict[str, dict]:
+        """All-time figures per component of this worker's executors (executor/stats.py)."""
+        return {comp: component_totals(recs)
+                for comp, recs in group_by_component(self.stats_records().values()).items()}
+
+    def executor_stats(self) -> dict[tuple[int, int], list]:
+        """Per executor, the wire form of its record, for the worker's heartbeat."""
+        return {ex: to_wire(rec) for ex, rec in self.stats_records().items()}
 
     def executors_running(self) -> bool:
         """Whether every thread running this worker's executors was started and still runs."""

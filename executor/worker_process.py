@@ -38,6 +38,7 @@ from executor.gc_policy import apply_gc_thresholds
 from executor.layout import compute_layout
 from executor.lifecycle import PeriodicThread, Service
 from executor.package import MANIFEST_NAME, load_manifest_file
+from executor.stats_keeper import carried_from_heartbeats
 from executor.topology_file import load_topology_file
 from executor.worker import Worker, WorkerEvents, WorkerSpec
 from executor.worker_plan import task_addresses
@@ -63,6 +64,8 @@ class ProcessRuntime:
     (in-memory cluster state, live topology objects, the in-process transport)."""
 
     write_pid = True
+    # A restarted worker carries its executors' all-time stats over from their last heartbeat.
+    carry_stats = True
 
     def cluster_state(self, conf: Mapping[str, Any]):
         return mk_storm_cluster_state(conf, role=ROLE_TOPOLOGY)
@@ -148,6 +151,8 @@ class WorkerProcess(Service):
         self.on_stop(transport.close, "transport")
         self.worker = Worker(spec, topology, transport, self.topology_status,
                              self.runtime.events(self.storm_id, self._on_component_error, self._on_executor_died))
+        if self.runtime.carry_stats:
+            self._carry_stats(mine)
         self.worker.start()
         self.on_stop(self._stop_worker, "executors")
         self.start_child(PeriodicThread(f"worker-{self.port}-heartbeat", float(self.conf["worker.heartbeat.frequency.secs"]),
@@ -205,6 +210,19 @@ class WorkerProcess(Service):
         self._wants_active = base.status == STATUS_ACTIVE
         self.topology_status.set_active(self._wants_active and self.worker.peers_connected())
 
+    def _carry_stats(self, executors) -> None:
+        """All-time totals of these executors from the newest earlier heartbeat holding them (a
+        restart or a move keeps a component's totals; the last heartbeat interval is lost)."""
+        try:
+            beats = self.cluster.worker_heartbeats(self.storm_id)
+        except ClusterStateError as exc:
+            log.warning("worker %s: earlier stats unreadable (%s); all-time totals restart at 0", self.port, exc)
+            return
+        carried = carried_from_heartbeats(((b.time_secs, b.executor_stats) for b in beats), executors)
+        if carried:
+            self.worker.stats_keeper.carry(carried)
+            log.info("worker %s: all-time stats carried over for executors %s", self.port, sorted(carried))
+
     def _local_heartbeat(self) -> None:
         now = int(time.time())
         state = LocalState(local_layout.worker_heartbeats(self.supervisor_conf, self.worker_id))
@@ -216,7 +234,7 @@ class WorkerProcess(Service):
 
     def _zk_heartbeat(self) -> None:
         now = int(time.time())
-        stats = {ex: dict(s) for ex, s in self.worker.executor_stats().items()}
+        stats = self.worker.executor_stats()
         self.cluster.worker_heartbeat(self.storm_id, self.supervisor_id, self.port, WorkerHeartbeat(
             storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
             uptime_secs=int(now - self.started_at), executor_stats=stats))

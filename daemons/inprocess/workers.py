@@ -46,6 +46,8 @@ class TopologyHooks:
 
 class InProcessRuntime:
     write_pid = False  # the worker is this process: there is no pid of its own to record
+    # LocalCluster keeps a stopped worker's exact final figures itself (forget, stats_snapshots).
+    carry_stats = False
 
     def __init__(self, store: InMemoryStore, code: LiveCodeStore, hub: InProcessHub):
         self.store = store
@@ -150,7 +152,7 @@ class InProcessLauncher:
             if launched is not None and launched.process.worker is not None:
                 # A worker stopped for good: its final counts stay part of the topology's totals.
                 process = launched.process
-                self._retired.setdefault(process.storm_id, []).append(process.worker.component_stats())
+                self._retired.setdefault(process.storm_id, []).extend(process.worker.stats_records().values())
 
     def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
         return None  # a LocalCluster's supervisor never outlives its workers
@@ -162,13 +164,14 @@ class InProcessLauncher:
             found = [w.process for w in self._workers.values()]
         return [p for p in found if storm_id is None or p.storm_id == storm_id]
 
-    def stats_snapshots(self, storm_id: str) -> list[dict]:
-        """Component stats of every worker the topology had: those launched (running or not)
-        and those forgotten, read at once so that a worker is never counted twice or missed."""
+    def stats_snapshots(self, storm_id: str) -> list:
+        """Executor stats records of every worker the topology had: those launched (running or
+        not) and those forgotten, read at once so that a worker is never counted twice or missed."""
         with self._lock:
             launched = [w.process.worker for w in self._workers.values()
                         if w.process.storm_id == storm_id and w.process.worker is not None]
-            return [w.component_stats() for w in launched] + list(self._retired.get(storm_id, ()))
+            return [rec for w in launched for rec in w.stats_records().values()] + \
+                list(self._retired.get(storm_id, ()))
 
     def drop_retired(self, storm_id: str) -> None:
         with self._lock:

@@ -53,12 +53,12 @@ from daemons.nimbus.transitions import (
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import ACKER_COMPONENT, TopologyLayout, compute_layout, num_ackers
 from executor.package import verify_package, without_secrets
+from executor.stats import component_figures
+from executor.stats_record import decode_records
+from executor.stats_windows import ALL_TIME
 from executor.structure import TopologyStructure, validate_structure, validate_topology_name
 
 log = logging.getLogger(__name__)
-
-_STAT_KEYS = ("emitted", "transferred", "executed", "acked", "failed")
-
 
 @dataclass(frozen=True)
 class _Topology:
@@ -340,27 +340,24 @@ class NimbusCore:
             enp = {} if assignment is None else assignment.executor_node_port
             hosts = {} if assignment is None else assignment.node_host
             beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
+            records = decode_records(storm_id, {ex: beat.stats for ex, beat in beats.items()})
             components = []
             for comp in sorted(layout.executors):
-                execs, totals, lat = [], dict.fromkeys(_STAT_KEYS, 0), [0.0, 0]
+                execs = []
                 for ex in layout.executors[comp]:
                     slot = enp.get(ex)
-                    stats = beats[ex].stats if ex in beats and isinstance(beats[ex].stats, dict) else {}
-                    for k in _STAT_KEYS:
-                        v = stats.get(k, 0)
-                        totals[k] += v if isinstance(v, (int, float)) else 0
-                    cl = stats.get("complete_latency_ms")
-                    if isinstance(cl, (int, float)) and stats.get("acked"):
-                        lat[0] += cl * stats["acked"]
-                        lat[1] += stats["acked"]
                     execs.append({"executor": list(ex), "host": hosts.get(slot[0]) if slot else None,
                                   "port": slot[1] if slot else None, "alive": ex in beats})
+                kind = "acker" if comp == ACKER_COMPONENT else self._topology(storm_id).structure.components[comp].kind
+                figures = component_figures([records[ex] for ex in layout.executors[comp] if ex in records],
+                                            ALL_TIME, True)
+                figures["kind"] = kind
+                figures.setdefault("executed", 0)
+                figures.setdefault("complete_latency_ms", None)
+                figures.pop("executors", None)
                 error = None if comp == ACKER_COMPONENT else self.cluster.last_error(storm_id, comp)
                 components.append({
-                    "id": comp, "kind": "acker" if comp == ACKER_COMPONENT else
-                    self._topology(storm_id).structure.components[comp].kind,
-                    "tasks": len(layout.component_tasks[comp]), "executors": execs, **totals,
-                    "complete_latency_ms": lat[0] / lat[1] if lat[1] else None,
+                    "id": comp, "tasks": len(layout.component_tasks[comp]), "executors": execs, **figures,
                     "last_error": None if error is None else {"error": error.error, "time_secs": error.time_secs,
                                                               "host": error.host, "port": error.port}})
             return {"name": base.storm_name, "id": storm_id, "status": base.status,

@@ -9,6 +9,8 @@ from typing import Any
 
 from cluster_state.records import SupervisorInfo, WorkerHeartbeat
 from executor.package import build_package
+from executor.stats_record import ExecutorStats, to_wire
+from executor.stats_windows import ALL_TIME
 from executor.topology_file import load_topology_file
 
 _ids = itertools.count(1)
@@ -95,4 +97,5 @@ def beat(cluster, storm_id: str, assignment, time_secs: int, skip_slots=()) -> N
             continue
         cluster.worker_heartbeat(storm_id, node, port, WorkerHeartbeat(
             storm_id=storm_id, executors=tuple(executors), port=port, time_secs=time_secs, uptime_secs=time_secs,
-            executor_stats={ex: {"emitted": 1, "acked": 1} for ex in executors}))
+            executor_stats={ex: to_wire(ExecutorStats("c", "bolt", time_secs, {ALL_TIME: (time_secs, {
+                "emitted|default": 1, "acked|src:default": 1})})) for ex in executors}))
