@@ -97,17 +97,17 @@ class ExecutorBase:
         self.prepared = False
         self.dead: ComponentError | None = None
         self.stopped = threading.Event()
-        # stats (plain ints: only this executor's thread writes them)
-        self.emitted = 0
+        # stats (plain ints: only this executor's thread writes them; per stream: counters())
+        self.emitted = 0          # spouts: emits (next_tuple pacing); bolts count per stream only
         self.acked = 0
         self.failed = 0
         self.executed = 0
-        self.transferred = 0      # entries handed to queues (tuples to other tasks, acker traffic)
         self.execute_secs = 0.0   # time spent executing input (bolts)
         # per input (component, stream): [executed, execute secs]; acks and fails (bolts)
         self.executed_in: dict[tuple[str, str], list] = {}
         self.acked_in: dict[tuple[str, str], int] = {}
         self.failed_in: dict[tuple[str, str], int] = {}
+        self._step_inputs: dict[tuple[str, str], int] = {}  # tuples per input in this step
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
 
@@ -246,7 +246,6 @@ class ExecutorBase:
         self._bufs[i] = []
         q = self._slot_queues[i]
         nbytes = batch_bytes(buf) if self._large_bytes else 0
-        self.transferred += len(buf)
         if self._pending_emits or not q.try_publish(buf, nbytes):
             self._pending_emits.append((q, buf, nbytes))
 
@@ -296,8 +295,3 @@ class ExecutorBase:
         return {"queue_population": len(self.queue), "queue_capacity": self.queue.capacity,
                 "backpressure": bool(self._pending_emits)}
 
-    def stats(self) -> dict[str, int | float]:
-        executed = self.executed
-        return {"emitted": self.emitted, "transferred": self.transferred, "acked": self.acked,
-                "failed": self.failed, "executed": executed,
-                "execute_latency_ms": self.execute_secs * 1000 / executed if executed else 0.0}

@@ -132,7 +132,6 @@ class BasicOutputCollector:
         if anchor.anchors_to_ids and ex._has_ackers:
             return ex.bolt_emit(self._task, out, values, out.targets(values), anchor)
         # Untracked input: an unanchored emit, inlined (the word-count split path).
-        ex.emitted += 1
         if ex._listener is not None:
             ex._listener(ex.component_id, self._task, stream, values)
         targets = out.targets(values)
@@ -212,7 +211,6 @@ class BoltExecutor(ExecutorBase):
 
     # ---- emit path (hot) ----
     def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
-        self.emitted += 1
         counts = out.counts
         counts[0] += 1
         counts[1] += len(targets)
@@ -274,7 +272,6 @@ class BoltExecutor(ExecutorBase):
     def _process(self, batch) -> None:
         self._where = "execute"
         objs = self.w.objs
-        started = time.monotonic()
         if len(self.task_ids) == 1:
             obj = objs[self.task_ids[0]]
             if type(obj) is BasicBoltAdapter:
@@ -289,33 +286,33 @@ class BoltExecutor(ExecutorBase):
                 objs[task].execute(tup)
         n = len(batch)
         self.executed += n
-        self._count_input(batch, n, time.monotonic() - started)
-
-    def _count_input(self, batch, n: int, secs: float) -> None:
-        """Executed tuples and execute time per input (component, stream): per batch when the
-        batch is one input's (a received column, or a bolt with one subscription), per tuple
-        otherwise."""
+        # Executed per input (component, stream): per batch when it is one input's (a received
+        # column, or a bolt with one subscription), per tuple otherwise; timed per step (_timed).
+        counts = self._step_inputs
         if type(batch) is TupleColumn:
             key = (batch.component, batch.stream)
         else:
             first = batch[0][1]
             key = (first.source_component, first.source_stream)
             if key != self._single_input:
-                keys: dict = {}
                 for _task, tup in batch:
                     k = (tup.source_component, tup.source_stream)
-                    keys[k] = keys.get(k, 0) + 1
-                for k, c in keys.items():
-                    self._add_input(k, c, secs * c / n)
+                    counts[k] = counts.get(k, 0) + 1
                 return
-        self._add_input(key, n, secs)
+        counts[key] = counts.get(key, 0) + n
 
-    def _add_input(self, key, n: int, secs: float) -> None:
-        entry = self.executed_in.get(key)
-        if entry is None:
-            entry = self.executed_in[key] = [0, 0.0]
-        entry[0] += n
-        entry[1] += secs
+    def _timed(self, secs: float) -> None:
+        """A step's execute time, shared among its inputs by their tuple counts."""
+        counts, self._step_inputs = self._step_inputs, {}
+        self.execute_secs += secs
+        total = sum(counts.values())
+        executed_in = self.executed_in
+        for key, n in counts.items():
+            entry = executed_in.get(key)
+            if entry is None:
+                entry = executed_in[key] = [0, 0.0]
+            entry[0] += n
+            entry[1] += secs * n / total
 
     def step(self) -> int:
         """One turn of the bolt loop: flush pendingEmits, consume a batch, execute it, flush."""
@@ -326,7 +323,9 @@ class BoltExecutor(ExecutorBase):
             # rotations keep happening while the data path is full.
             process = self._process
             for batch in self.queue.consume_system():
+                started = time.monotonic()
                 process(batch)
+                self._timed(time.monotonic() - started)
                 self._flush()
             if not self._consume_when_blocked:
                 return BLOCKED
@@ -334,10 +333,10 @@ class BoltExecutor(ExecutorBase):
         if not batches:
             return IDLE
         process = self._process
-        started = time.monotonic()  # timed per consume, not per tuple: capacity for the stats
+        started = time.monotonic()  # timed per consume, not per tuple or batch
         for batch in batches:
             process(batch)
-        self.execute_secs += time.monotonic() - started
+        self._timed(time.monotonic() - started)
         self._flush()
         return BUSY
 
@@ -383,9 +382,9 @@ class AckerExecutor(BoltExecutor):
 
     def _process(self, batch) -> None:
         self._where = "acker"
-        started = time.monotonic()
         self._process_acker(batch)
-        self._add_input(_ACKER_INPUT, len(batch), time.monotonic() - started)
+        counts = self._step_inputs
+        counts[_ACKER_INPUT] = counts.get(_ACKER_INPUT, 0) + len(batch)
 
     def _process_acker(self, batch) -> None:
         ledger = self.ledger

@@ -319,10 +319,3 @@ class SpoutExecutor(ExecutorBase):
         g["pending"] = self.pending.size()
         g["active"] = self._last_active
         return g
-
-    def stats(self) -> dict:
-        s = super().stats()
-        s["pending"] = self.pending.size()
-        sample = list(self.latencies)[-1000:]
-        s["complete_latency_ms"] = sum(sample) * 1000 / len(sample) if sample else 0.0
-        return s

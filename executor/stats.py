@@ -1,32 +1,12 @@
-"""Merging executor stats (pure): counters add up, latencies average weighted by their counts."""
+"""Storm's figures from executor stats (pure): counter names, and the one merge of executor
+records (executor/stats_record.py) used by Nimbus, LocalCluster, the CLI and the UI. Counters
+add up; latencies are sums over counts, so a merged average is weighted by its counts."""
 
 from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
 from executor.stats_windows import ALL_TIME
-
-# latency key -> the counter it is an average over
-LATENCY_WEIGHTS = {"execute_latency_ms": "executed", "complete_latency_ms": "acked"}
-
-
-def merge_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    weighted: dict[str, list[float]] = {}
-    for s in stats:
-        for k, v in s.items():
-            weight_key = LATENCY_WEIGHTS.get(k)
-            if weight_key is None:
-                out[k] = out.get(k, 0) + v
-            else:
-                w = s.get(weight_key, 0) or 0
-                acc = weighted.setdefault(k, [0.0, 0.0])
-                acc[0] += v * w
-                acc[1] += w
-    for k, (total, w) in weighted.items():
-        out[k] = total / w if w else 0.0
-    return out
-
 
 # ---------------------------------------------------------------- per-window figures (Storm's)
 # A window's counters (executor/stats_windows.py) as Storm's UI figures, for one executor or

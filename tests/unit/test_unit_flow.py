@@ -79,10 +79,3 @@ def test_system_lane_ignores_bounds_and_comes_first():
     assert len(q) == 0
 
 
-def test_merge_stats_adds_counters_and_weights_latencies():
-    from executor.stats import merge_stats
-
-    merged = merge_stats([{"executed": 10, "execute_latency_ms": 1.0, "acked": 0, "complete_latency_ms": 0.0},
-                          {"executed": 30, "execute_latency_ms": 3.0, "acked": 4, "complete_latency_ms": 2.0}])
-    assert merged == {"executed": 40, "execute_latency_ms": 2.5, "acked": 4, "complete_latency_ms": 2.0}
-    assert merge_stats([{"executed": 0, "execute_latency_ms": 0.0}]) == {"executed": 0, "execute_latency_ms": 0.0}
