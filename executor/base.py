@@ -97,19 +97,11 @@ class ExecutorBase:
         self.prepared = False
         self.dead: ComponentError | None = None
         self.stopped = threading.Event()
-        # stats (plain ints: only this executor's thread writes them; per stream: counters())
-        self.emitted = 0          # spouts: emits (next_tuple pacing); bolts count per stream only
-        self.acked = 0
-        self.failed = 0
-        self.executed = 0
-        self.execute_secs = 0.0   # time spent executing input (bolts)
-        # per input (component, stream): [executed, execute secs]; acks and fails (bolts)
-        self.executed_in: dict[tuple[str, str], list] = {}
-        self.acked_in: dict[tuple[str, str], int] = {}
-        self.failed_in: dict[tuple[str, str], int] = {}
-        self._step_inputs: dict[tuple[str, str], int] = {}  # tuples per input in this step
-        inputs = set(w.inputs)
-        self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
+        # Stats are counted per stream (counters()); these totals are what the loops need.
+        self.emitted = 0          # spouts: emits (next_tuple pacing)
+        self.executed = 0         # bolts and ackers: tuples executed
+        self.acked = 0            # spouts and ackers: tuple trees completed
+        self.failed = 0           # spouts and ackers: tuple trees failed (timeouts included)
 
     @property
     def executor_id(self) -> tuple[int, int]:

@@ -71,9 +71,8 @@ class OutputCollector:
         self._ack_tree(tup)
 
     def _ack_tree(self, tup: Tuple) -> None:
-        """The acker's part of an ack (a BasicBolt's acks are counted per batch instead)."""
+        """The acker's part of an ack (a BasicBolt's acks are counted as executed - failed)."""
         ex = self._ex
-        ex.acked += 1
         a2i = tup.anchors_to_ids
         if a2i:
             # Merged per root until the step flushes: one ACKER_ACK per tuple tree and batch.
@@ -84,7 +83,6 @@ class OutputCollector:
 
     def fail(self, tup: Tuple) -> None:
         ex = self._ex
-        ex.failed += 1
         key = (tup.source_component, tup.source_stream)
         failed_in = ex.failed_in
         failed_in[key] = failed_in.get(key, 0) + 1
@@ -178,7 +176,6 @@ class BasicBoltAdapter:
         basic = self._basic
         collector = self._collector
         user_execute = self.user.execute
-        untracked = 0
         for _task, tup in batch:
             basic.input = tup
             try:
@@ -187,11 +184,8 @@ class BasicBoltAdapter:
                 log.debug("BasicBolt %s failed a tuple: %s", type(self.user).__name__, exc)
                 collector.fail(tup)
                 continue
-            if tup.anchors_to_ids:
+            if tup.anchors_to_ids:  # outside every tuple tree there is nothing to tell the acker
                 collector._ack_tree(tup)
-            else:  # outside every tuple tree: nothing to tell the acker
-                untracked += 1
-        collector._ex.acked += untracked  # per stream: executed - failed (BoltExecutor.counters)
 
     def cleanup(self):
         self.user.cleanup()
@@ -208,6 +202,13 @@ class BoltExecutor(ExecutorBase):
         # too, and the executor keeps consuming instead (beyond Storm, which deadlocks here).
         self._consume_when_blocked = bool(
             w.on_cycle and self._has_ackers and self.conf.get("topology.max.spout.pending"))
+        # per input (component, stream): [executed, execute secs], acks, fails (counters())
+        self.executed_in: dict[tuple[str, str], list] = {}
+        self.acked_in: dict[tuple[str, str], int] = {}
+        self.failed_in: dict[tuple[str, str], int] = {}
+        self._step_inputs: dict[tuple[str, str], int] = {}  # tuples per input in this step
+        inputs = set(w.inputs)
+        self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
 
     # ---- emit path (hot) ----
     def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
@@ -304,7 +305,6 @@ class BoltExecutor(ExecutorBase):
     def _timed(self, secs: float) -> None:
         """A step's execute time, shared among its inputs by their tuple counts."""
         counts, self._step_inputs = self._step_inputs, {}
-        self.execute_secs += secs
         total = sum(counts.values())
         executed_in = self.executed_in
         for key, n in counts.items():

@@ -103,7 +103,8 @@ def component_figures(records: Iterable, window: str, include_sys: bool) -> dict
         fig[TIMEOUTS] = int(total(counters, TIMEOUTS, keep))
         fig["pending"] = sum(rec.pending for rec in records)
         fig["active"] = any(rec.active for rec in records)
-        fig["skipped_ms"] = {reason: by_key(counters, SKIPPED_MS).get(reason, 0.0) for reason in SKIP_REASONS}
+        skipped = by_key(counters, SKIPPED_MS)
+        fig["skipped_ms"] = {reason: skipped.get(reason, 0.0) for reason in SKIP_REASONS}
     else:
         fig[EXECUTED] = int(total(counters, EXECUTED, keep))
         fig["execute_latency_ms"] = average_ms(counters, EXECUTE_MS, EXECUTE_N, keep)

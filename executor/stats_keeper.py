@@ -9,10 +9,11 @@ clock it is given.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable, Iterable, Mapping, Protocol
 
 from executor.stats import add_counters
-from executor.stats_record import ExecutorStats, StatsDecodeError, from_wire
+from executor.stats_record import ExecutorStats, decode_records
 from executor.stats_windows import ALL_TIME, WindowedCounters
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ class StatsKeeper:
         self._started = clock()
         self._windows: dict[Executor, WindowedCounters] = {}
         self._carried = {tuple(k): dict(v) for k, v in (carried or {}).items()}
+        # The heartbeat thread and readers (LocalCluster, tests) both make records.
+        self._lock = threading.Lock()
 
     def carry(self, carried: Mapping[Executor, Mapping[str, float]]) -> None:
         """All-time totals from an earlier worker, for executors that have none carried yet."""
@@ -45,6 +48,10 @@ class StatsKeeper:
             self._carried.setdefault(tuple(ex), dict(counters))
 
     def records(self, sources: Iterable[StatsSource]) -> dict[Executor, ExecutorStats]:
+        with self._lock:
+            return self._records(sources)
+
+    def _records(self, sources: Iterable[StatsSource]) -> dict[Executor, ExecutorStats]:
         now = self._clock()
         out = {}
         for src in sources:
@@ -76,14 +83,8 @@ def carried_from_heartbeats(beats: Iterable[tuple[int, Mapping[Executor, object]
     wanted = {tuple(e) for e in executors}
     newest: dict[Executor, tuple[int, dict[str, float]]] = {}
     for time_secs, stats in beats:
-        for ex, wire in stats.items():
-            ex = tuple(ex)
-            if ex not in wanted or (ex in newest and newest[ex][0] >= time_secs):
-                continue
-            try:
-                rec = from_wire(wire)
-            except StatsDecodeError as exc:
-                log.warning("executor %s: earlier stats unreadable, its all-time totals restart at 0: %s", ex, exc)
-                continue
+        newer = {tuple(ex): wire for ex, wire in stats.items()
+                 if tuple(ex) in wanted and not (tuple(ex) in newest and newest[tuple(ex)][0] >= time_secs)}
+        for ex, rec in decode_records("earlier heartbeat (all-time totals restart at 0)", newer).items():
             newest[ex] = (time_secs, dict(rec.window(ALL_TIME)[1]))
     return {ex: counters for ex, (_t, counters) in newest.items()}
