@@ -340,9 +340,13 @@ class BoltExecutor(ExecutorBase):
         self._flush()
         return BUSY
 
+    def _acks_every_input(self) -> bool:
+        """BasicBolts ack whatever they do not fail (their acks are counted that way)."""
+        return all(type(self.w.objs.get(t)) is BasicBoltAdapter for t in self.task_ids)
+
     def counters(self) -> dict[str, float]:
         out = super().counters()
-        basic = all(type(self.w.objs.get(t)) is BasicBoltAdapter for t in self.task_ids)
+        basic = self._acks_every_input()
         failed_in = dict(self.failed_in)
         acked_in = dict(self.acked_in)
         for (comp, stream), (n, secs) in list(self.executed_in.items()):
@@ -379,6 +383,9 @@ class AckerExecutor(BoltExecutor):
 
     def _prepare(self) -> None:
         pass
+
+    def _acks_every_input(self) -> bool:
+        return True  # as Storm's acker bolt acks each message it takes
 
     def _process(self, batch) -> None:
         self._where = "acker"
