@@ -398,6 +398,14 @@ class NimbusCore:
             raise NotAliveError(f"topology {name!r} is not alive")
         return storm_id
 
+    def resolve(self, name_or_id: str) -> str:
+        """The storm id of a live topology given its name or its id (the REST API uses ids,
+        the CLI names); NotAliveError naming it when there is none."""
+        with self.lock:
+            if name_or_id in self.cluster.active_storms() and self._base_or_none(name_or_id) is not None:
+                return name_or_id
+            return self._require(name_or_id)
+
     def _topology(self, storm_id: str) -> _Topology:
         meta = self._meta.get(storm_id)
         if meta is None:
