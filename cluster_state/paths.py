@@ -11,14 +11,17 @@ STORMS_ROOT = "storms"
 SUPERVISORS_ROOT = "supervisors"
 WORKERBEATS_ROOT = "workerbeats"
 ERRORS_ROOT = "errors"
+LOGCONFIGS_ROOT = "logconfigs"
 
 ASSIGNMENTS_SUBTREE = "/" + ASSIGNMENTS_ROOT
 STORMS_SUBTREE = "/" + STORMS_ROOT
 SUPERVISORS_SUBTREE = "/" + SUPERVISORS_ROOT
 WORKERBEATS_SUBTREE = "/" + WORKERBEATS_ROOT
 ERRORS_SUBTREE = "/" + ERRORS_ROOT
+LOGCONFIGS_SUBTREE = "/" + LOGCONFIGS_ROOT
 
-ALL_SUBTREES = (ASSIGNMENTS_SUBTREE, STORMS_SUBTREE, SUPERVISORS_SUBTREE, WORKERBEATS_SUBTREE, ERRORS_SUBTREE)
+ALL_SUBTREES = (ASSIGNMENTS_SUBTREE, STORMS_SUBTREE, SUPERVISORS_SUBTREE, WORKERBEATS_SUBTREE, ERRORS_SUBTREE,
+                LOGCONFIGS_SUBTREE)
 
 # Prefix of the sequential error nodes; ZooKeeper appends a 10-digit sequence number.
 ERROR_NODE_PREFIX = "e"
@@ -99,6 +102,11 @@ def error_storm_root(storm_id: str) -> str:
 
 def error_path(storm_id: str, component_id: str) -> str:
     return f"{error_storm_root(storm_id)}/{check_segment(component_id, 'component id')}"
+
+
+def log_config_path(storm_id: str) -> str:
+    """`/logconfigs/{storm-id}`: the topology's dynamic log levels (Storm's logConfigPath)."""
+    return f"{LOGCONFIGS_SUBTREE}/{check_segment(storm_id, 'topology id')}"
 
 
 def error_sequence(child: str) -> int | None:

@@ -241,5 +241,41 @@ class VersionedAssignment:
     version: int
 
 
+@dataclass(frozen=True)
+class LogLevel:
+    """One logger's entry of a LogConfig (Storm's LogLevel). Levels are Storm's names (DEBUG,
+    WARN, ...); the record only checks types, executor/log_levels.py knows the names."""
+
+    target_level: str
+    # The level to revert to; None: the level the logger had before (each worker remembers its own).
+    reset_level: str | None = None
+    timeout_secs: int = 0
+    # When the worker reverts the logger (epoch seconds); 0: never.
+    timeout_epoch_secs: int = 0
+
+    def __post_init__(self) -> None:
+        _str(self.target_level, "LogLevel.target_level")
+        _opt_str(self.reset_level, "LogLevel.reset_level")
+        _int(self.timeout_secs, "LogLevel.timeout_secs")
+        _int(self.timeout_epoch_secs, "LogLevel.timeout_epoch_secs")
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """`/logconfigs/{topology-id}`: the log levels set on a running topology (storm-py
+    set_log_level), by logger name (`ROOT`: the root logger)."""
+
+    named_logger_level: Mapping[str, LogLevel] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        levels = _mapping(self.named_logger_level, "LogConfig.named_logger_level")
+        for name, level in levels.items():
+            _str(name, "LogConfig.named_logger_level key")
+            if not isinstance(level, LogLevel):
+                raise TypeError(f"LogConfig.named_logger_level[{name!r}] must be a LogLevel, "
+                                f"got {type(level).__name__} {level!r}")
+        _set(self, "named_logger_level", levels)
+
+
 RECORD_TYPES: tuple[type, ...] = (StormBase, Assignment, SupervisorInfo, WorkerHeartbeat, ErrorInfo,
-                                  LocalAssignment)
+                                  LocalAssignment, LogLevel, LogConfig)

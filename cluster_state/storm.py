@@ -31,6 +31,7 @@ from .records import (
     ErrorInfo,
     Executor,
     ExecutorBeat,
+    LogConfig,
     Slot,
     StormBase,
     SupervisorInfo,
@@ -57,6 +58,7 @@ class StormClusterState:
         self._supervisors_callback: Callback | None = None
         self._assignment_info_callbacks: dict[str, Callback] = {}
         self._storm_base_callbacks: dict[str, Callback] = {}
+        self._log_config_callbacks: dict[str, Callback] = {}
         self._disconnected = False
         self._state_id = cluster_state.register(self._on_event)
         try:
@@ -87,6 +89,9 @@ class StormClusterState:
         elif subtree == paths.STORMS_ROOT:
             if args:
                 self._issue(lambda: self._storm_base_callbacks.pop(args[0], None))
+        elif subtree == paths.LOGCONFIGS_ROOT:
+            if args:
+                self._issue(lambda: self._log_config_callbacks.pop(args[0], None))
         else:
             # Storm halts here; we never watch other subtrees, so this is a bug worth a log, not a crash.
             log.error("unexpected ZooKeeper event %s on %s", event_type.value, path)
@@ -206,10 +211,34 @@ class StormClusterState:
         self._cs.delete_node(paths.storm_path(storm_id))
 
     def remove_storm(self, storm_id: str) -> None:
-        """Assignment, storm base and worker heartbeats of a topology."""
+        """Assignment, log config, storm base and worker heartbeats of a topology."""
         self._cs.delete_node(paths.assignment_path(storm_id))
+        self.teardown_log_config(storm_id)
         self.remove_storm_base(storm_id)
         self.teardown_heartbeats(storm_id)
+
+    # -- log configs -------------------------------------------------------------------------
+
+    def topology_log_config(self, storm_id: str, callback: Callback | None = None) -> LogConfig | None:
+        """The topology's dynamic log levels (None: never set); the callback fires once when
+        the node is created, changed or deleted."""
+        path = paths.log_config_path(storm_id)
+        watch = self._set_callback("_log_config_callbacks", storm_id, callback)
+        return self._read(path, LogConfig, watch)
+
+    def set_topology_log_config(self, storm_id: str, log_config: LogConfig) -> None:
+        _check(log_config, LogConfig)
+        self._write(paths.log_config_path(storm_id), log_config, f"the log config of topology {storm_id}")
+
+    def log_config_topologies(self) -> list[str]:
+        """Ids of topologies with a log config (Nimbus's cleanup removes those that are gone)."""
+        return self._children(paths.LOGCONFIGS_SUBTREE)
+
+    def teardown_log_config(self, storm_id: str) -> None:
+        try:
+            self._cs.delete_node(paths.log_config_path(storm_id))
+        except ClusterStateError as exc:
+            log.warning("could not remove the log config of %s: %s", storm_id, exc)
 
     # -- supervisors -------------------------------------------------------------------------
 
@@ -402,6 +431,7 @@ class StormClusterState:
             self._assignments_callback = self._supervisors_callback = None
             self._assignment_info_callbacks.clear()
             self._storm_base_callbacks.clear()
+            self._log_config_callbacks.clear()
         self._cs.unregister(self._state_id)
         if self._owns:
             self._cs.close()
