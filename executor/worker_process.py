@@ -11,6 +11,8 @@ cluster:
   refresh thread, re-registered by the reads) and every `task.refresh.poll.secs`: routes follow
   moved tasks; spouts are active only while the storm base says active and every peer is
   connected (so activate, deactivate and kill reach the spouts at once);
+- the topology's dynamic log levels (`storm-py set_log_level`, executor/log_levels.py) applied
+  on every change of its log config and reverted when their timeout passes;
 - component errors reported to ZooKeeper; a dying executor makes the process exit non-zero
   (its supervisor restarts it); SIGTERM stops it cleanly (exit 0).
 """
@@ -27,7 +29,7 @@ from typing import Any, Mapping
 
 from cluster_state import local_layout
 from cluster_state.auth import ROLE_TOPOLOGY
-from cluster_state.errors import ClusterStateError
+from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
 from cluster_state.records import STATUS_ACTIVE, WorkerHeartbeat
@@ -37,6 +39,7 @@ from executor.errors import ClearError, ComponentError, InvalidTopologyError
 from executor.gc_policy import apply_gc_thresholds
 from executor.layout import compute_layout
 from executor.lifecycle import PeriodicThread, Service
+from executor.log_levels import KEEPER
 from executor.package import MANIFEST_NAME, load_manifest_file
 from executor.stats_keeper import carried_from_heartbeats
 from executor.topology_file import load_topology_file
@@ -46,6 +49,9 @@ from executor.worker_plan import task_addresses
 log = logging.getLogger(__name__)
 
 _DRAIN_SECS = 1.0  # how long a stopping worker lets in-flight tuples drain
+# The log config is read on every change (a watch) and at least this often, in case a watch is
+# lost; reverts are timed to the entries' timeouts (Storm polls every 30 s for those).
+LOG_CONFIG_POLL_SECS = 5.0
 
 
 class WorkerStartError(ClearError):
@@ -113,6 +119,9 @@ class WorkerProcess(Service):
         self.worker: Worker | None = None
         self._errors: queue.SimpleQueue = queue.SimpleQueue()
         self._refresh: PeriodicThread | None = None
+        self._log_levels: PeriodicThread | None = None
+        self._log_config = None  # the last LogConfig read
+        self._next_log_timeout: int | None = None
 
     # ------------------------------------------------------------------ start
     def _on_start(self) -> None:
@@ -161,6 +170,10 @@ class WorkerProcess(Service):
                                         float(self.conf["task.heartbeat.frequency.secs"]), self._zk_heartbeat))
         self._refresh = self.start_child(PeriodicThread(f"worker-{self.port}-refresh", self._refresh_interval,
                                                         self._refresh_assignment))
+        KEEPER.attach(self.storm_id)
+        self.on_stop(lambda: KEEPER.detach(self.storm_id), "log levels")
+        self._log_levels = self.start_child(PeriodicThread(f"worker-{self.port}-log-levels",
+                                                           self._log_levels_interval, self._sync_log_levels))
         log.info("worker %s of %s on %s:%d running executors %s", self.worker_id, self.storm_id, self.host,
                  self.port, list(mine))
 
@@ -209,6 +222,24 @@ class WorkerProcess(Service):
         self.worker.update_routing(self._task_addresses(assignment))
         self._wants_active = base.status == STATUS_ACTIVE
         self.topology_status.set_active(self._wants_active and self.worker.peers_connected())
+
+    def _log_config_changed(self, *_event) -> None:
+        if self._log_levels is not None:
+            self._log_levels.wake()
+
+    def _log_levels_interval(self) -> float:
+        # Back at the next timeout (a moment after it, so the entry has expired), else the poll.
+        if self._next_log_timeout is None:
+            return LOG_CONFIG_POLL_SECS
+        return min(LOG_CONFIG_POLL_SECS, max(0.0, self._next_log_timeout - time.time()) + 0.05)
+
+    def _sync_log_levels(self) -> None:
+        try:
+            self._log_config = self.cluster.topology_log_config(self.storm_id, callback=self._log_config_changed)
+        except (ClusterStateError, DecodeError) as exc:
+            # Unreadable now: go on with the last one read, so its timeouts still revert on time.
+            log.warning("worker %s: cannot read the log config now (%s); keeping the last one", self.port, exc)
+        self._next_log_timeout = KEEPER.sync(self.storm_id, self._log_config, time.time())
 
     def _carry_stats(self, executors) -> None:
         """All-time totals of these executors from the newest earlier heartbeat holding them (a
