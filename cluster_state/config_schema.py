@@ -125,6 +125,8 @@ def _str(nullable: bool = False) -> Rule:
 
 
 PORT = Rule("int", minimum=1, maximum=65535, describe_as="a port (an int from 1 to 65535)")
+# A port to listen on; 0 picks a free one.
+ANY_PORT = Rule("int", minimum=0, maximum=65535, describe_as="a port (an int from 0 to 65535; 0: a free one)")
 
 
 def host_problem(entry: Any) -> str | None:
@@ -213,6 +215,12 @@ SCHEMA: dict[str, Rule] = {
     "nimbus.task.launch.secs": _positive(),
     "nimbus.supervisor.timeout.secs": _positive(),
     "nimbus.inbox.jar.expiration.secs": _positive(),
+    # UI and logviewer
+    "ui.host": _str(),
+    "ui.port": ANY_PORT,
+    "ui.title": _str(),
+    "ui.pagination": _int(1),
+    "logviewer.port": ANY_PORT,
     # Supervisor, workers, tasks
     "supervisor.slots.ports": Rule("list", item=PORT, check=_unique, describe_as="a list of ports (ints 1-65535)"),
     "supervisor.heartbeat.frequency.secs": _positive(),

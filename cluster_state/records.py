@@ -159,9 +159,26 @@ class SupervisorInfo:
     scheduler_meta: Mapping[str, Any] | None
     uptime_secs: int
     version: str | None = None
+    # Port of the logviewer serving this host's worker logs (the UI's log links).
+    logviewer_port: int | None = None
+    # (topology id, port, restarts) for each slot whose worker this supervisor relaunched since
+    # it started: a launch for a (topology, port) it launched before is a restart.
+    worker_restarts: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         _int(self.time_secs, "SupervisorInfo.time_secs")
+        _opt_int(self.logviewer_port, "SupervisorInfo.logviewer_port")
+        if isinstance(self.worker_restarts, (str, bytes, Mapping)):
+            raise TypeError(f"SupervisorInfo.worker_restarts must be a sequence, got {self.worker_restarts!r}")
+        restarts = []
+        for entry in self.worker_restarts:
+            if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 3:
+                raise TypeError(f"SupervisorInfo.worker_restarts entries must be (topology, port, count), "
+                                f"got {entry!r}")
+            restarts.append((_str(entry[0], "SupervisorInfo.worker_restarts topology"),
+                             _int(entry[1], "SupervisorInfo.worker_restarts port"),
+                             _int(entry[2], "SupervisorInfo.worker_restarts count")))
+        _set(self, "worker_restarts", tuple(restarts))
         _str(self.hostname, "SupervisorInfo.hostname")
         _str(self.assignment_id, "SupervisorInfo.assignment_id")
         _set(self, "used_ports", _ints(self.used_ports, "SupervisorInfo.used_ports"))

@@ -74,3 +74,14 @@ def supervisor(conf):
 
     run_daemon("supervisor", conf, Supervisor,
                lambda s: f"supervisor {s.supervisor_id} running on {s.hostname} with slots {list(s.ports)}")
+
+
+@click.command()
+@common_options
+def ui(conf):
+    """Run the UI daemon in the foreground: Storm's REST API under /api/v1 and Prometheus /metrics
+    on ui.host:ui.port, read from Nimbus (SIGTERM or Ctrl-C stops it)."""
+    from daemons.ui.daemon import UiServer
+
+    run_daemon("ui", conf, UiServer, lambda u: f"ui running on {u.url} (Nimbus {u.conf['nimbus.seeds'][0]}:"
+                                               f"{u.conf['nimbus.thrift.port']})")

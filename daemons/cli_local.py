@@ -103,8 +103,10 @@ def next_status_time(previous: float, now: float) -> float:
 @click.option("--duration", type=Duration(), default=None,
               help="Seconds to run (a number > 0; default: until Ctrl-C or SIGTERM).")
 @click.option("--name", default=None, help="Topology name (default: the file's directory name).")
+@click.option("--ui-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve Storm's REST API and /metrics for this run on 127.0.0.1:PORT (0: a free port).")
 @common_options
-def local(file, duration, name, conf, overrides):
+def local(file, duration, name, ui_port, conf, overrides):
     """Run a topology file in an in-process LocalCluster."""
     from daemons.local import LocalCluster
     from executor.topology_file import load_topology_file
@@ -118,7 +120,7 @@ def local(file, duration, name, conf, overrides):
     spouts = set(tf.topology.spouts)
     # The topology's workers run in this process: it gets their process-wide settings.
     apply_gc_thresholds({**conf, **topo_conf})
-    with StopSignals() as stop, LocalCluster(conf) as cluster:
+    with StopSignals() as stop, LocalCluster(conf) as cluster, _local_ui(cluster, ui_port):
         start = time.monotonic()
         try:
             cluster.submit_topology(name, topo_conf, tf.topology)
@@ -138,6 +140,27 @@ def local(file, duration, name, conf, overrides):
         click.echo(f"error: {line}", err=True)
     if lines:
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def _local_ui(cluster, port: int | None):
+    """The UI daemon over this run's in-process Nimbus, for the length of the run."""
+    if port is None:
+        yield None
+        return
+    from daemons.ui.daemon import UiBindError, UiServer
+
+    server = UiServer(cluster.conf, nimbus=cluster.nimbus_calls(), nimbus_address=("local", 0),
+                      host="127.0.0.1", port=port)
+    try:
+        server.start()
+    except UiBindError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"ui  {server.url}")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def _run(cluster, name: str, spouts: set[str], start: float, duration: float | None, stop: StopSignals) -> None:

@@ -55,6 +55,7 @@ _LOCAL_DAEMON_CONF = {
     "storm.local.hostname": _HOST,
     "supervisor.slots.ports": [_FIRST_PORT + i for i in range(_SLOTS)],
     "supervisor.worker.shutdown.sleep.secs": 1,
+    "logviewer.port": 0,  # no logviewer serves a local run's logs: the UI shows no log links
 }
 
 
@@ -103,6 +104,16 @@ class LocalCluster:
         except BaseException:
             self._stop_daemons()
             raise
+
+    def nimbus_calls(self):
+        """Nimbus's RPC operations on this cluster, called in process (what `storm-py local
+        --ui-port` gives the UI): the same handlers, encoding and errors as `storm-py nimbus`."""
+        from daemons.nimbus.handlers import make_handlers
+        from daemons.ui.nimbus_calls import LocalCalls
+
+        handlers = make_handlers(self.nimbus.core, self._code, int(self.conf["storm.package.max.bytes"]),
+                                 self.nimbus.wake)
+        return LocalCalls(handlers)
 
     def _cluster_state(self):
         return mk_storm_cluster_state(self.conf, store=self._store)

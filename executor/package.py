@@ -101,6 +101,14 @@ def without_secrets(conf: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in conf.items() if not is_secret_key(k)}
 
 
+MASK = "********"
+
+
+def masked(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of conf showing every key, its secrets replaced by MASK (what a UI may display)."""
+    return {k: (MASK if is_secret_key(k) and v is not None else v) for k, v in conf.items()}
+
+
 def is_secret_key(key: Any) -> bool:
     k = str(key).lower()
     return k in SECRET_KEYS or k.endswith(SECRET_SUFFIXES)

@@ -52,7 +52,7 @@ from daemons.nimbus.transitions import (
 )
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import ACKER_COMPONENT, TopologyLayout, compute_layout, num_ackers
-from executor.package import verify_package, without_secrets
+from executor.package import storm_py_version, verify_package, without_secrets
 from executor.stats import component_figures
 from executor.stats_record import decode_records
 from executor.stats_windows import ALL_TIME
@@ -174,7 +174,7 @@ class NimbusCore:
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: Mapping[str, int] | None = None) -> None:
         with self.lock:
-            storm_id = self._require(name)
+            storm_id = self.resolve(name)
             known = self._topology(storm_id).structure.components
             for comp in executors or {}:
                 if comp not in known:
@@ -184,7 +184,7 @@ class NimbusCore:
 
     def _event(self, name: str, event: Event) -> None:
         with self.lock:
-            storm_id = self._require(name)
+            storm_id = self.resolve(name)
             log.info("topology %s: %s", name, event.name)
             self._apply(storm_id, event)
 
@@ -322,14 +322,18 @@ class NimbusCore:
                 topologies.append({"name": base.storm_name, "id": storm_id, "status": base.status,
                                    "num_tasks": tasks, "num_workers": len(slots),
                                    "num_executors": 0 if assignment is None else len(assignment.executor_node_port),
-                                   "uptime_secs": int(now - base.launch_time_secs)})
+                                   "uptime_secs": int(now - base.launch_time_secs),
+                                   "owner": base.owner or "", "requested_workers": base.num_workers,
+                                   "slots": sorted([node, port] for node, port in slots)})
             supervisors = []
             for sid, info in sorted(self.cluster.all_supervisor_info().items()):
                 supervisors.append({"id": sid, "host": info.hostname, "slots": len(info.meta),
                                     "used": len(used.get(sid, ())), "ports": list(info.meta),
-                                    "uptime_secs": info.uptime_secs})
-            return {"nimbus_uptime_secs": int(now - self.started_at), "supervisors": supervisors,
-                    "topologies": topologies}
+                                    "uptime_secs": info.uptime_secs, "version": info.version or "",
+                                    "logviewer_port": info.logviewer_port,
+                                    "worker_restarts": [list(r) for r in info.worker_restarts]})
+            return {"nimbus_uptime_secs": int(now - self.started_at), "nimbus_version": storm_py_version(),
+                    "supervisors": supervisors, "topologies": topologies}
 
     def topology_info(self, name: str) -> dict[str, Any]:
         with self.lock:
@@ -363,6 +367,56 @@ class NimbusCore:
             return {"name": base.storm_name, "id": storm_id, "status": base.status,
                     "uptime_secs": int(self.clock() - base.launch_time_secs), "num_workers": len(set(enp.values())),
                     "components": components}
+
+    def topology_details(self, name_or_id: str, max_errors: int = 10) -> dict[str, Any]:
+        """Everything the UI shows about one topology, as plain data (msgpack-safe: string keys):
+        its base, conf (no secrets), components with their subscriptions, each executor with
+        its slot, liveness and raw stats record, and each component's newest errors. The UI
+        merges the records itself (executor/stats.py), per window and per stream."""
+        with self.lock:
+            storm_id = self.resolve(name_or_id)
+            base = self._base(storm_id)
+            meta = self._topology(storm_id)
+            layout = self.layout(storm_id, base)
+            assignment = self._assignment_or_none(storm_id)
+            enp = {} if assignment is None else assignment.executor_node_port
+            hosts = {} if assignment is None else assignment.node_host
+            starts = {} if assignment is None else assignment.executor_start_time_secs
+            beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
+            now = self.clock()
+            components, executors, errors = [], [], {}
+            for comp in sorted(layout.executors):
+                spec = meta.structure.components.get(comp)
+                components.append({
+                    "id": comp, "kind": "acker" if spec is None else spec.kind,
+                    "tasks": len(layout.component_tasks[comp]),
+                    "inputs": [] if spec is None else [
+                        {"component": sub.source, "stream": sub.stream, "grouping": sub.grouping.kind}
+                        for sub in spec.inputs]})
+                for ex in layout.executors[comp]:
+                    node, port = enp.get(ex, (None, None))
+                    beat = beats.get(ex)
+                    executors.append({
+                        "executor": list(ex), "component": comp, "node": node,
+                        "host": hosts.get(node, node) if node else None, "port": port,
+                        "start_time_secs": starts.get(ex), "alive": beat is not None,
+                        "uptime_secs": None if beat is None else beat.uptime_secs,
+                        "stats": None if beat is None else beat.stats})
+                if spec is not None:
+                    errors[comp] = [{"error": e.error, "time_secs": e.time_secs, "host": e.host, "port": e.port}
+                                    for e in self.cluster.errors(storm_id, comp)[:max_errors]]
+            sups = self.cluster.all_supervisor_info()
+            nodes = {n for n, _p in enp.values()}
+            supervisors = {sid: {"host": info.hostname, "logviewer_port": info.logviewer_port}
+                           for sid, info in sups.items() if sid in nodes}
+            restarts = [[sid, port, n] for sid, info in sorted(sups.items())
+                        for tid, port, n in info.worker_restarts if tid == storm_id]
+            return {"id": storm_id, "name": base.storm_name, "status": base.status, "owner": base.owner or "",
+                    "supervisors": supervisors, "worker_restarts": restarts,
+                    "launch_time_secs": base.launch_time_secs, "uptime_secs": int(now - base.launch_time_secs),
+                    "requested_workers": base.num_workers, "now_secs": int(now),
+                    "conf": dict(meta.conf), "components": components, "executors": executors,
+                    "errors": errors}
 
     def _assignment_or_none(self, storm_id: str) -> Assignment | None:
         try:

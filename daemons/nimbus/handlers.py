@@ -8,6 +8,8 @@ Operations (args -> result):
     rebalance {name, wait_secs?, num_workers?, executors?: {component: n}}
     cluster_info {}                                -> supervisors and topologies
     topology_info {name}                           -> status, components, stats, last errors
+    topology_details {name (or id)}                -> base, conf, components, executors with raw stats, errors
+    nimbus_conf {}                                 -> Nimbus's config, secrets masked
     download_info {id, file}                       -> {size, checksum}     (supervisors)
     download_chunk {id, file, offset, length}      -> {data}
 """
@@ -20,7 +22,7 @@ from daemons.nimbus.code_store import CHUNK_BYTES, CodeStore, UploadError, Uploa
 from daemons.nimbus.core import NimbusCore
 from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
 from executor.errors import NotAliveError
-from executor.package import file_checksum
+from executor.package import file_checksum, masked
 
 
 def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
@@ -100,6 +102,8 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         "kill": kill, "activate": activate, "deactivate": deactivate, "rebalance": rebalance,
         "cluster_info": lambda a: core.cluster_info(),
         "topology_info": lambda a: core.topology_info(arg(a, "name", str)),
+        "topology_details": lambda a: core.topology_details(arg(a, "name", str)),
+        "nimbus_conf": lambda a: masked(core.conf),
         "download_info": download_info, "download_chunk": download_chunk,
     }
 

@@ -68,6 +68,7 @@ from daemons.supervisor.slot import (
 )
 from daemons.supervisor.worker_state import WorkerRecord
 from executor.lifecycle import PeriodicThread, Service
+from executor.package import storm_py_version
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,10 @@ class Supervisor(Service):
         self._sync_thread: PeriodicThread | None = None
         self._processes_thread: PeriodicThread | None = None
         self.launches = 0  # workers launched by this run (for tests and the bench)
+        # Launches per (topology, port), owned by the processes thread; the heartbeat thread
+        # reads only the immutable tuple published after each launch.
+        self._launch_counts: dict[tuple[str, int], int] = {}
+        self._restarts: tuple[tuple[str, int, int], ...] = ()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -175,7 +180,9 @@ class Supervisor(Service):
     def _heartbeat(self) -> None:
         info = SupervisorInfo(time_secs=int(time.time()), hostname=self.hostname, assignment_id=self.supervisor_id,
                               used_ports=self._used_ports, meta=self.ports, scheduler_meta=None,
-                              uptime_secs=int(time.monotonic() - self._started_at))
+                              uptime_secs=int(time.monotonic() - self._started_at),
+                              version=storm_py_version(), logviewer_port=int(self.conf["logviewer.port"]) or None,
+                              worker_restarts=self._restarts)
         try:
             self.cluster.supervisor_heartbeat(self.supervisor_id, info)
         except ClusterStateError as exc:
@@ -356,6 +363,7 @@ class Supervisor(Service):
     def _launch(self, action: LaunchWorker) -> None:
         log.info("launching worker %s on port %s for %s with executors %s", action.worker_id, action.port,
                  action.assignment.storm_id, list(action.assignment.executors))
+        self._count_launch(action.assignment.storm_id, action.port)
         try:
             pid, start_time = self.launcher.launch(self.supervisor_id, action.worker_id, action.port,
                                                    action.assignment)
@@ -368,6 +376,13 @@ class Supervisor(Service):
         if record is not None:
             self._records[action.worker_id] = record.with_pid(pid, start_time)
             self._persist_records()
+
+    def _count_launch(self, storm_id: str, port: int) -> None:
+        in_use = storm_ids_in_use(self._slots.values()) | {storm_id}
+        counts = {k: n for k, n in self._launch_counts.items() if k[0] in in_use}
+        counts[(storm_id, port)] = counts.get((storm_id, port), 0) + 1
+        self._launch_counts = counts
+        self._restarts = tuple((sid, p, n - 1) for (sid, p), n in sorted(counts.items()) if n > 1)
 
     def _signal(self, worker_id: str, sig: signal.Signals) -> None:
         record = self._records.get(worker_id)

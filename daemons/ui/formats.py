@@ -1,0 +1,55 @@
+"""How Storm's UI prints things (pure)."""
+
+from __future__ import annotations
+
+from urllib.parse import quote, quote_plus
+
+from executor.package import storm_py_version
+
+
+def pretty_uptime(secs: int | float | None) -> str:
+    """Storm's prettyUptimeSec: "3m 53s", "1d 5h 30m 10s" (leading zero units left out)."""
+    secs = max(0, int(secs or 0))
+    days, rest = divmod(secs, 86400)
+    hours, rest = divmod(rest, 3600)
+    mins, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (mins, "m")]
+    while parts and parts[0][0] == 0:
+        parts.pop(0)
+    return " ".join(f"{n}{unit}" for n, unit in parts + [(secs, "s")])
+
+
+def fixed3(value: float | None) -> str:
+    """Latencies and capacity: strings with three decimals, never null (Storm's "%.3f")."""
+    return f"{float(value or 0.0):.3f}"
+
+
+def ui_status(status: str) -> str:
+    """Storm's status names: ACTIVE, INACTIVE, KILLED, REBALANCING."""
+    return str(status).upper()
+
+
+def storm_version() -> str:
+    """storm-py's version with at least three dot-separated parts (tools parse it as Storm's)."""
+    version = storm_py_version()
+    parts = version.split(".") if version and version != "unknown" else ["0", "0", "0"]
+    while len(parts) < 3:
+        parts.append("0")
+    return ".".join(parts)
+
+
+def executor_name(executor) -> str:
+    """Storm's executor id as its UI prints it: "[2, 2]"."""
+    return f"[{int(executor[0])}, {int(executor[1])}]"
+
+
+def encoded(text: str) -> str:
+    """A path segment or query value as Storm's UI encodes ids (URLEncoder: spaces as '+')."""
+    return quote_plus(text, safe="")
+
+
+def log_link(host: str | None, logviewer_port: int | None, storm_id: str, port: int | None) -> str:
+    """The logviewer link to a worker's log (workers-artifacts/{id}/{port}/worker.log)."""
+    if not host or not logviewer_port or port is None:
+        return ""
+    return f"http://{host}:{logviewer_port}/log?file={quote(f'{storm_id}/{port}/worker.log', safe='')}"

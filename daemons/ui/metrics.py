@@ -1,0 +1,115 @@
+"""Prometheus `/metrics`: the families of docs/ui.md, read from Nimbus at scrape time.
+
+The exposition format is prometheus-client's (`generate_latest` over a registry holding one
+custom collector), so the text is exactly what Prometheus parses. Counters are all-time values
+with system streams left out, as the REST API shows them by default.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from daemons.rpc.protocol import REMOTE_ERRORS
+from daemons.ui.nimbus_calls import NimbusCalls
+from executor import stats as st
+from executor.stats_record import decode_records
+from executor.stats_windows import ALL_TIME
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]]) -> list:
+    """The metric families from cluster_info and each topology's topology_details (pure);
+    info None: Nimbus did not answer (storm_nimbus_up 0, nothing else)."""
+    up = GaugeMetricFamily("storm_nimbus_up", "1 when the UI reached Nimbus for this scrape")
+    up.add_metric([], 0 if info is None else 1)
+    if info is None:
+        return [up]
+    status = GaugeMetricFamily("storm_topology_status", "1 per topology, labelled with its status",
+                               labels=["topology", "status"])
+    workers = GaugeMetricFamily("storm_topology_workers", "Worker slots the topology is assigned",
+                                labels=["topology"])
+    for t in info["topologies"]:
+        status.add_metric([t["name"], t["status"].upper()], 1)
+        workers.add_metric([t["name"]], t["num_workers"])
+    slots = GaugeMetricFamily("storm_supervisor_slots", "Worker slots a supervisor offers",
+                              labels=["supervisor", "host"])
+    used = GaugeMetricFamily("storm_supervisor_slots_used", "Worker slots in use", labels=["supervisor", "host"])
+    for s in info["supervisors"]:
+        slots.add_metric([s["id"], s["host"]], s["slots"])
+        used.add_metric([s["id"], s["host"]], s["used"])
+    labels2 = ["topology", "component"]
+    labels3 = ["topology", "component", "stream"]
+    emitted = CounterMetricFamily("storm_component_emitted", "Tuples emitted (all time)", labels=labels3)
+    transferred = CounterMetricFamily("storm_component_transferred", "Tuples transferred (all time)", labels=labels3)
+    acked = CounterMetricFamily("storm_component_acked", "Tuples acked (all time)", labels=labels2)
+    failed = CounterMetricFamily("storm_component_failed", "Tuples failed (all time)", labels=labels2)
+    executed = CounterMetricFamily("storm_component_executed", "Tuples executed by a bolt (all time)",
+                                   labels=labels2)
+    capacity = GaugeMetricFamily("storm_component_capacity", "Bolt capacity over the last 10 minutes",
+                                 labels=labels2)
+    complete = GaugeMetricFamily("storm_component_complete_latency_ms", "Spout complete latency (all time)",
+                                 labels=labels2)
+    execute = GaugeMetricFamily("storm_component_execute_latency_ms", "Bolt execute latency (all time)",
+                                labels=labels2)
+    backpressure = GaugeMetricFamily("storm_component_backpressure", "1 when an executor's output is held up",
+                                     labels=labels2)
+    restarts = CounterMetricFamily("storm_worker_restarts", "Worker relaunches by its supervisor",
+                                   labels=["topology", "host", "port"])
+    hosts = {s["id"]: s["host"] for s in info["supervisors"]}
+    for d in details:
+        name = d["name"]
+        records = decode_records(d["id"], {tuple(e["executor"]): e["stats"] for e in d["executors"]})
+        by_comp = st.group_by_component(records.values())
+        for comp in d["components"]:
+            cid = comp["id"]
+            recs = by_comp.get(cid, [])
+            f = st.component_figures(recs, ALL_TIME, False)
+            for stream, figs in sorted(st.output_streams(recs, ALL_TIME, False).items()):
+                emitted.add_metric([name, cid, stream], figs["emitted"])
+                transferred.add_metric([name, cid, stream], figs["transferred"])
+            acked.add_metric([name, cid], f["acked"])
+            failed.add_metric([name, cid], f["failed"])
+            backpressure.add_metric([name, cid], 1 if f["backpressure"] else 0)
+            if comp["kind"] == "spout":
+                complete.add_metric([name, cid], f["complete_latency_ms"])
+            else:
+                executed.add_metric([name, cid], f["executed"])
+                capacity.add_metric([name, cid], f["capacity"])
+                execute.add_metric([name, cid], f["execute_latency_ms"])
+        for sid, port, n in d.get("worker_restarts", []):
+            restarts.add_metric([name, hosts.get(sid, sid), str(port)], n)
+    return [up, status, workers, slots, used, emitted, transferred, acked, failed, executed, capacity,
+            complete, execute, backpressure, restarts]
+
+
+class _NimbusCollector(Collector):
+    def __init__(self, nimbus: NimbusCalls):
+        self._nimbus = nimbus
+
+    def collect(self):
+        try:
+            info = self._nimbus.call("cluster_info")
+            details = []
+            for t in info["topologies"]:
+                try:
+                    details.append(self._nimbus.call("topology_details", name=t["id"]))
+                except REMOTE_ERRORS as exc:  # killed meanwhile, or Nimbus went away mid-scrape
+                    log.info("metrics: topology %s skipped: %s", t["id"], exc)
+        except REMOTE_ERRORS as exc:
+            log.warning("metrics: Nimbus did not answer: %s", exc)
+            info, details = None, []
+        yield from families(info, details)
+
+
+def render(nimbus: NimbusCalls) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_NimbusCollector(nimbus))
+    return generate_latest(registry)

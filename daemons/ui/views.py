@@ -1,0 +1,409 @@
+"""Storm's REST API answers from what Nimbus returns (pure: plain data in, JSON-ready data out).
+
+Every answer carries every field of Storm's own UI fixtures with the same JSON types (Storm's
+`UIHelpers.java` builds the same shapes); what storm-py has no notion of (a resource-aware
+scheduler's memory and CPU, profiling, an event logger) is 0, 0.0, false, "" or [] as Storm
+shows it when the feature is off. Input: `cluster_info` and `topology_details` of
+daemons/nimbus/core.py; the stats merge is executor/stats.py's, per window and stream.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from daemons.ui import formats as fmt
+from executor import stats as st
+from executor.layout import ACKER_COMPONENT
+from executor.stats_record import ExecutorStats, decode_records
+from executor.stats_windows import ALL_TIME, WINDOW_NAMES, window_pretty
+
+_NO_RESOURCES = {"requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0, "requestedTotalMem": 0.0,
+                 "requestedCpu": 0.0, "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
+                 "assignedTotalMem": 0.0, "assignedCpu": 0.0}
+
+
+# ---------------------------------------------------------------- cluster
+def cluster_summary(info: Mapping[str, Any], user: str = "") -> dict:
+    sups = info["supervisors"]
+    topos = info["topologies"]
+    total = sum(s["slots"] for s in sups)
+    used = sum(s["used"] for s in sups)
+    return {
+        "stormVersion": fmt.storm_version(), "nimbusUptime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
+        "nimbusUptimeSeconds": int(info["nimbus_uptime_secs"]), "supervisors": len(sups),
+        "topologies": len(topos), "slotsTotal": total, "slotsUsed": used, "slotsFree": total - used,
+        "executorsTotal": sum(t["num_executors"] for t in topos), "tasksTotal": sum(t["num_tasks"] for t in topos),
+        "schedulerDisplayResource": False, "totalMem": 0.0, "totalCpu": 0.0, "availMem": 0.0, "availCpu": 0.0,
+        "memAssignedPercentUtil": 0.0, "cpuAssignedPercentUtil": 0.0, "user": user,
+        "bugtracker-url": "", "central-log-url": "",
+    }
+
+
+def nimbus_summary(info: Mapping[str, Any], host: str, port: int, logviewer_port: int | None) -> dict:
+    return {"nimbuses": [{
+        "host": host, "port": int(port), "status": "Leader",
+        "nimbusUpTime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
+        "nimbusUpTimeSeconds": int(info["nimbus_uptime_secs"]),
+        "nimbusLogLink": f"http://{host}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
+        "version": fmt.storm_version(), "isLeader": True}]}
+
+
+def _supervisor(s: Mapping[str, Any]) -> dict:
+    return {"id": s["id"], "host": s["host"], "uptime": fmt.pretty_uptime(s["uptime_secs"]),
+            "uptimeSeconds": int(s["uptime_secs"]), "slotsTotal": int(s["slots"]), "slotsUsed": int(s["used"]),
+            "totalMem": 0.0, "usedMem": 0.0, "totalCpu": 0.0, "usedCpu": 0.0,
+            "version": s.get("version") or fmt.storm_version(), "blacklisted": False}
+
+
+def supervisor_summary(info: Mapping[str, Any]) -> dict:
+    return {"supervisors": [_supervisor(s) for s in info["supervisors"]], "schedulerDisplayResource": False}
+
+
+def find_supervisors(info: Mapping[str, Any], sup_id: str | None, host: str | None) -> list[Mapping[str, Any]]:
+    return [s for s in info["supervisors"]
+            if (sup_id is not None and s["id"] == sup_id) or (host is not None and s["host"] == host)]
+
+
+def supervisor_detail(sup: Mapping[str, Any], topologies: Iterable[Mapping[str, Any]]) -> dict:
+    """A supervisor and the workers it runs; `topologies`: topology_details of the topologies
+    that have a slot on it."""
+    out = _supervisor(sup)
+    out.update({"availMem": 0.0, "availCpu": 0.0, "totalGenericResources": {}, "usedGenericResources": {},
+                "availGenericResources": {}, "schedulerDisplayResource": False})
+    out["workers"] = [w for details in topologies for w in workers(details) if w["supervisorId"] == sup["id"]]
+    return out
+
+
+# ---------------------------------------------------------------- topologies
+def topology_summary(info: Mapping[str, Any]) -> dict:
+    return {"topologies": [{
+        "id": t["id"], "encodedId": fmt.encoded(t["id"]), "name": t["name"], "status": fmt.ui_status(t["status"]),
+        "uptime": fmt.pretty_uptime(t["uptime_secs"]), "uptimeSeconds": int(t["uptime_secs"]),
+        "tasksTotal": int(t["num_tasks"]), "workersTotal": int(t["num_workers"]),
+        "executorsTotal": int(t["num_executors"]), "replicationCount": 1, **_NO_RESOURCES,
+        "owner": t.get("owner", ""), "schedulerInfo": ""} for t in info["topologies"]],
+        "schedulerDisplayResource": False}
+
+
+@dataclass(frozen=True)
+class _Topo:
+    """topology_details with its records decoded once."""
+
+    details: Mapping[str, Any]
+    records: dict[tuple[int, int], ExecutorStats]
+    kinds: dict[str, str]
+
+    @classmethod
+    def of(cls, details: Mapping[str, Any]) -> _Topo:
+        wire = {tuple(e["executor"]): e["stats"] for e in details["executors"]}
+        return cls(details, decode_records(details["id"], wire), {c["id"]: c["kind"] for c in details["components"]})
+
+    def component_records(self, comp: str) -> list[ExecutorStats]:
+        return [self.records[tuple(e["executor"])] for e in self.details["executors"]
+                if e["component"] == comp and tuple(e["executor"]) in self.records]
+
+    def executors_of(self, comp: str) -> list[Mapping[str, Any]]:
+        return [e for e in self.details["executors"] if e["component"] == comp]
+
+    def component(self, comp: str) -> Mapping[str, Any] | None:
+        return next((c for c in self.details["components"] if c["id"] == comp), None)
+
+    def shown(self, include_sys: bool) -> list[Mapping[str, Any]]:
+        return [c for c in self.details["components"] if include_sys or not c["id"].startswith("__")]
+
+    def link(self, e: Mapping[str, Any]) -> str:
+        sup = self.details.get("supervisors", {}).get(e.get("node") or "", {})
+        return fmt.log_link(e.get("host"), sup.get("logviewer_port"), self.details["id"], e.get("port"))
+
+
+def workers(details: Mapping[str, Any]) -> list[dict]:
+    """One entry per slot the topology's executors are assigned to."""
+    topo = _Topo(details, {}, {})
+    slots: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for e in details["executors"]:
+        if e.get("node") is not None:
+            slots.setdefault((e["node"], e["port"]), []).append(e)
+    out = []
+    for (node, port), execs in sorted(slots.items()):
+        uptime = max((e["uptime_secs"] for e in execs if e.get("uptime_secs") is not None), default=0)
+        num_tasks: dict[str, int] = {}
+        for e in execs:
+            num_tasks[e["component"]] = num_tasks.get(e["component"], 0) + e["executor"][1] - e["executor"][0] + 1
+        out.append({"host": execs[0]["host"], "port": int(port), "supervisorId": node,
+                    "topologyId": details["id"], "topologyName": details["name"], "owner": details.get("owner", ""),
+                    "uptime": fmt.pretty_uptime(uptime), "uptimeSeconds": int(uptime),
+                    "executorsTotal": len(execs), "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
+                    "assignedCpu": 0.0, "workerLogLink": topo.link(execs[0]), "componentNumTasks": num_tasks,
+                    "alive": all(e["alive"] for e in execs)})
+    return out
+
+
+def _window_hint(window: str) -> str:
+    return window_pretty(window)
+
+
+def _last_error(topo: _Topo, comp: str) -> dict:
+    errors = topo.details.get("errors", {}).get(comp) or []
+    if not errors:
+        return {"errorHost": "", "errorPort": "", "errorWorkerLogLink": "", "errorLapsedSecs": None, "lastError": ""}
+    e = errors[0]
+    link = fmt.log_link(e.get("host"), _logviewer_of_host(topo, e.get("host")), topo.details["id"], e.get("port"))
+    return {"errorHost": e.get("host") or "", "errorPort": "" if e.get("port") is None else str(e["port"]),
+            "errorWorkerLogLink": link, "errorLapsedSecs": max(0, int(topo.details["now_secs"] - e["time_secs"])),
+            "lastError": e["error"]}
+
+
+def _logviewer_of_host(topo: _Topo, host: str | None) -> int | None:
+    for sup in topo.details.get("supervisors", {}).values():
+        if sup.get("host") == host:
+            return sup.get("logviewer_port")
+    return None
+
+
+def _spout_row(topo: _Topo, comp: Mapping[str, Any], window: str, include_sys: bool) -> dict:
+    f = st.component_figures(topo.component_records(comp["id"]), window, include_sys)
+    return {"spoutId": comp["id"], "encodedSpoutId": fmt.encoded(comp["id"]),
+            "executors": len(topo.executors_of(comp["id"])), "tasks": int(comp["tasks"]),
+            "emitted": f["emitted"], "transferred": f["transferred"],
+            "completeLatency": fmt.fixed3(f.get("complete_latency_ms")), "acked": f["acked"], "failed": f["failed"],
+            **_last_error(topo, comp["id"]),
+            "timeouts": f.get("timeouts", 0), "pending": f.get("pending", 0), "active": f.get("active", True),
+            "backpressure": f["backpressure"], "skippedMs": f.get("skipped_ms", {}),
+            "queuePopulation": f["queue_population"], "queueCapacity": f["queue_capacity"]}
+
+
+def _bolt_row(topo: _Topo, comp: Mapping[str, Any], window: str, include_sys: bool) -> dict:
+    f = st.component_figures(topo.component_records(comp["id"]), window, include_sys)
+    return {"boltId": comp["id"], "encodedBoltId": fmt.encoded(comp["id"]),
+            "executors": len(topo.executors_of(comp["id"])), "tasks": int(comp["tasks"]),
+            "emitted": f["emitted"], "transferred": f["transferred"], "capacity": fmt.fixed3(f.get("capacity")),
+            "executeLatency": fmt.fixed3(f.get("execute_latency_ms")), "executed": f.get("executed", 0),
+            "processLatency": fmt.fixed3(f.get("process_latency_ms")), "acked": f["acked"], "failed": f["failed"],
+            **_last_error(topo, comp["id"]),
+            "backpressure": f["backpressure"], "queuePopulation": f["queue_population"],
+            "queueCapacity": f["queue_capacity"]}
+
+
+def _topology_stats(topo: _Topo, include_sys: bool) -> list[dict]:
+    """Storm's topology figures per window: emitted/transferred over every shown component,
+    acked/failed/complete latency of the spouts."""
+    out = []
+    for window in WINDOW_NAMES:
+        emitted = transferred = acked = failed = 0
+        lat_sum = lat_n = 0.0
+        for comp in topo.shown(include_sys):
+            recs = topo.component_records(comp["id"])
+            f = st.component_figures(recs, window, include_sys)
+            emitted += f["emitted"]
+            transferred += f["transferred"]
+            if comp["kind"] == "spout":
+                acked += f["acked"]
+                failed += f["failed"]
+                counters = st.add_counters(r.window(window)[1] for r in recs)
+                lat_sum += st.total(counters, st.COMPLETE_MS)
+                lat_n += st.total(counters, st.COMPLETE_N)
+        out.append({"windowPretty": window_pretty(window), "window": window, "emitted": emitted,
+                    "transferred": transferred, "completeLatency": fmt.fixed3(lat_sum / lat_n if lat_n else 0.0),
+                    "acked": acked, "failed": failed})
+    return out
+
+
+def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_sys: bool = False) -> dict:
+    topo = _Topo.of(details)
+    conf = details["conf"]
+    shown = topo.shown(include_sys)
+    ws = workers(details)
+    return {
+        "id": details["id"], "encodedId": fmt.encoded(details["id"]), "name": details["name"],
+        "status": fmt.ui_status(details["status"]), "uptime": fmt.pretty_uptime(details["uptime_secs"]),
+        "uptimeSeconds": int(details["uptime_secs"]),
+        "tasksTotal": sum(int(c["tasks"]) for c in details["components"]), "workersTotal": len(ws),
+        "executorsTotal": len(details["executors"]),
+        "msgTimeout": int(conf.get("topology.message.timeout.secs", 30)), "windowHint": _window_hint(window),
+        "window": window, "debug": bool(conf.get("topology.debug", False)), "samplingPct": 0,
+        "schedulerDisplayResource": False, "replicationCount": 1,
+        "requestedMemOnHeap": 0.0, "requestedCpu": 0.0, "assignedMemOnHeap": 0.0, "assignedCpu": 0.0,
+        "requestedMemOffHeap": 0.0, "requestedTotalMem": 0.0, "assignedMemOffHeap": 0.0, "assignedTotalMem": 0.0,
+        "owner": details.get("owner", ""), "requestedWorkers": int(details["requested_workers"]),
+        "topologyStats": _topology_stats(topo, include_sys),
+        "spouts": [_spout_row(topo, c, window, include_sys) for c in shown if c["kind"] == "spout"],
+        "bolts": [_bolt_row(topo, c, window, include_sys) for c in shown if c["kind"] != "spout"],
+        "configuration": dict(conf), "workers": ws,
+        "workerRestarts": [{"supervisorId": sid, "port": port, "restarts": n}
+                           for sid, port, n in details.get("worker_restarts", [])],
+        "diagnosis": diagnose(topo),
+    }
+
+
+# ---------------------------------------------------------------- components
+def component_detail(details: Mapping[str, Any], comp_id: str, window: str = ALL_TIME,
+                     include_sys: bool = False) -> dict | None:
+    """None when the topology has no such component."""
+    topo = _Topo.of(details)
+    comp = topo.component(comp_id)
+    if comp is None:
+        return None
+    kind = "spout" if comp["kind"] == "spout" else "bolt"
+    recs = topo.component_records(comp_id)
+    execs = topo.executors_of(comp_id)
+    out: dict[str, Any] = {
+        "id": comp_id, "encodedId": fmt.encoded(comp_id), "topologyId": details["id"],
+        "encodedTopologyId": fmt.encoded(details["id"]), "name": details["name"], "componentType": kind,
+        "topologyStatus": fmt.ui_status(details["status"]), "executors": len(execs), "tasks": int(comp["tasks"]),
+        "windowHint": _window_hint(window), "window": window,
+        "debug": bool(details["conf"].get("topology.debug", False)), "samplingPct": 0, "eventLoggerCount": 0,
+        "profilingAndDebuggingCapable": False, "profileActionEnabled": False, "profilerActive": [],
+        "schedulerDisplayResource": False, "requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0,
+        "requestedCpu": 0.0, "user": details.get("owner", ""),
+    }
+    outputs = st.output_streams(recs, window, include_sys)
+    if kind == "spout":
+        out["spoutSummary"] = [_spout_window(recs, w, include_sys) for w in WINDOW_NAMES]
+        out["outputStats"] = [{"stream": s, "emitted": f["emitted"], "transferred": f["transferred"],
+                               "completeLatency": fmt.fixed3(f["complete_latency_ms"]), "acked": f["acked"],
+                               "failed": f["failed"]} for s, f in sorted(outputs.items())]
+        out["boltStats"], out["inputStats"] = [], []
+    else:
+        out["boltStats"] = [_bolt_window(recs, w, include_sys) for w in WINDOW_NAMES]
+        out["inputStats"] = [{"component": c, "encodedComponent": fmt.encoded(c), "stream": s,
+                              "executeLatency": fmt.fixed3(f["execute_latency_ms"]),
+                              "processLatency": fmt.fixed3(f["process_latency_ms"]), "executed": f["executed"],
+                              "acked": f["acked"], "failed": f["failed"]}
+                             for (c, s), f in sorted(st.input_streams(recs, window, include_sys).items())]
+        out["outputStats"] = [{"stream": s, "emitted": f["emitted"], "transferred": f["transferred"]}
+                              for s, f in sorted(outputs.items())]
+        out["spoutSummary"] = []
+    out["executorStats"] = [_executor_row(topo, e, kind, window, include_sys) for e in execs]
+    errors = details.get("errors", {}).get(comp_id) or []
+    out["componentErrors"] = [{
+        "errorTime": int(e["time_secs"]) * 1000, "errorHost": e.get("host") or "",
+        "errorPort": "" if e.get("port") is None else str(e["port"]), "error": e["error"],
+        "errorLapsedSecs": max(0, int(details["now_secs"] - e["time_secs"])),
+        "errorWorkerLogLink": fmt.log_link(e.get("host"), _logviewer_of_host(topo, e.get("host")),
+                                           details["id"], e.get("port"))} for e in errors]
+    return out
+
+
+def _spout_window(recs, window: str, include_sys: bool) -> dict:
+    f = st.component_figures(recs, window, include_sys)
+    return {"windowPretty": window_pretty(window), "window": window, "emitted": f["emitted"],
+            "transferred": f["transferred"], "completeLatency": fmt.fixed3(f.get("complete_latency_ms")),
+            "acked": f["acked"], "failed": f["failed"]}
+
+
+def _bolt_window(recs, window: str, include_sys: bool) -> dict:
+    f = st.component_figures(recs, window, include_sys)
+    return {"windowPretty": window_pretty(window), "window": window, "emitted": f["emitted"],
+            "transferred": f["transferred"], "executeLatency": fmt.fixed3(f.get("execute_latency_ms")),
+            "executed": f.get("executed", 0), "processLatency": fmt.fixed3(f.get("process_latency_ms")),
+            "acked": f["acked"], "failed": f["failed"], "capacity": fmt.fixed3(f.get("capacity"))}
+
+
+def _executor_row(topo: _Topo, e: Mapping[str, Any], kind: str, window: str, include_sys: bool) -> dict:
+    rec = topo.records.get(tuple(e["executor"]))
+    name = fmt.executor_name(e["executor"])
+    uptime = e.get("uptime_secs") or 0
+    row = {"id": name, "encodedId": fmt.encoded(name), "uptime": fmt.pretty_uptime(uptime),
+           "uptimeSeconds": int(uptime), "host": e.get("host") or "", "port": int(e.get("port") or 0),
+           "workerLogLink": topo.link(e), "alive": bool(e["alive"])}
+    if kind == "spout":
+        w = _spout_window([rec] if rec else [], window, include_sys)
+    else:
+        w = _bolt_window([rec] if rec else [], window, include_sys)
+    w.pop("windowPretty")
+    w.pop("window")
+    row.update(w)
+    return row
+
+
+# ---------------------------------------------------------------- the graph
+_UNSAFE_STREAM = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sys: bool = False) -> dict:
+    """Storm's visualization answer: per component its type, capacity, latency, where its
+    executors run and what it subscribes to (with the acker's streams when sys=1)."""
+    topo = _Topo.of(details)
+    out = {}
+    spouts = [c["id"] for c in details["components"] if c["kind"] == "spout"]
+    bolts = [c["id"] for c in details["components"] if c["kind"] == "bolt"]
+    for comp in topo.shown(include_sys):
+        cid = comp["id"]
+        f = st.component_figures(topo.component_records(cid), window, True)
+        inputs = [(i["component"], i["stream"], i["grouping"]) for i in comp["inputs"]]
+        if cid == ACKER_COMPONENT:
+            inputs = [(s, "__ack_init", "fields") for s in spouts] + \
+                     [(b, s, "fields") for b in bolts for s in ("__ack_ack", "__ack_fail")]
+        kind = "spout" if comp["kind"] == "spout" else "bolt"
+        latency = f.get("complete_latency_ms") if kind == "spout" else f.get("execute_latency_ms")
+        out[cid] = {
+            ":type": kind, ":capacity": float(round(f.get("capacity", 0.0), 3)), ":latency": fmt.fixed3(latency),
+            ":backpressure": bool(f["backpressure"]),
+            ":stats": [{":host": e.get("host") or "", ":port": int(e.get("port") or 0),
+                        ":uptime_secs": int(e.get("uptime_secs") or 0)} for e in topo.executors_of(cid)],
+            ":inputs": [{":component": c, ":stream": s, ":sani-stream": _UNSAFE_STREAM.sub("_", s),
+                         ":grouping": g} for c, s, g in inputs],
+        }
+    return out
+
+
+def topology_workers(details: Mapping[str, Any], default_logviewer_port: int) -> dict:
+    """Storm's topology-workers answer: the host:port of every worker and the logviewer port."""
+    ports = {s.get("logviewer_port") for s in details.get("supervisors", {}).values()} - {None}
+    hp = sorted({(e["host"], int(e["port"])) for e in details["executors"] if e.get("host")})
+    return {"hostPortList": [{"host": h, "port": p} for h, p in hp],
+            "logviewerPort": int(ports.pop()) if len(ports) == 1 else int(default_logviewer_port)}
+
+
+# ---------------------------------------------------------------- why is it stuck
+def diagnose(topo: _Topo) -> list[str]:
+    """Plain-words reasons a spout is not emitting or the topology cannot run; [] when none."""
+    d = topo.details
+    name = d["name"]
+    out: list[str] = []
+    if d["status"] == "inactive":
+        out.append(f"spouts are inactive: topology {name} is deactivated (storm-py activate {name} resumes it)")
+    elif d["status"] in ("killed", "rebalancing"):
+        out.append(f"topology {name} is {d['status']}: its spouts are deactivated until that finishes")
+    unassigned: dict[str, int] = {}
+    dead: dict[str, set[str]] = {}
+    for e in d["executors"]:
+        if e.get("node") is None:
+            unassigned[e["component"]] = unassigned.get(e["component"], 0) + 1
+        elif not e["alive"]:
+            dead.setdefault(e["component"], set()).add(f"{e['host']}:{e['port']}")
+    for comp, n in sorted(unassigned.items()):
+        out.append(f"{n} executor(s) of {comp} have no slot: no supervisor offers a free slot")
+    for comp, where in sorted(dead.items()):
+        out.append(f"executors of {comp} have no live worker (assigned to {', '.join(sorted(where))})")
+    for sid, port, n in d.get("worker_restarts", []):
+        out.append(f"the worker on {sid} port {port} restarted {n} time(s): see its log and lastError")
+    max_pending = d["conf"].get("topology.max.spout.pending")
+    congested = [c["id"] for c in d["components"] if c["kind"] != "spout"
+                 and _full(topo.component_records(c["id"]))]
+    for comp in d["components"]:
+        if comp["kind"] != "spout":
+            continue
+        recs = topo.component_records(comp["id"])
+        if not recs or d["status"] != "active":
+            continue
+        pending = sum(r.pending for r in recs)
+        if max_pending and pending >= int(max_pending) * len(recs):
+            out.append(f"spout {comp['id']} is at max pending: {pending} tuple trees wait for acks "
+                       f"(topology.max.spout.pending = {max_pending} per executor)")
+        if any(r.backpressure for r in recs):
+            culprit = ", ".join(congested) if congested else "a downstream bolt"
+            out.append(f"spout {comp['id']} is held by back-pressure from {culprit}")
+    for comp in congested:
+        recs = topo.component_records(comp)
+        out.append(f"bolt {comp} is saturated: its receive queue holds {sum(r.queue_population for r in recs)} "
+                   f"of {sum(r.queue_capacity for r in recs)}")
+    return out
+
+
+def _full(recs: list[ExecutorStats]) -> bool:
+    """A receive queue at least 90% full, or the executor's own output held up."""
+    return any(r.queue_capacity and r.queue_population >= 0.9 * r.queue_capacity for r in recs) or \
+        any(r.backpressure for r in recs)
