@@ -240,6 +240,8 @@ SCHEMA: dict[str, Rule] = {
     "topology.tick.tuple.freq.secs": _positive(nullable=True),
     "topology.max.task.parallelism": _int(1, nullable=True),
     "topology.debug": Rule("bool"),
+    "topology.eventlogger.executors": Rule("int", minimum=0, maximum=0,
+                                           describe_as="0 (storm-py has no event logger)"),
     "topology.spout.recvq.skips": _int(1),
     "topology.executor.receive.buffer.size": _int(1),
     "topology.producer.batch.size": _int(1),

@@ -237,6 +237,18 @@ def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_
     }
 
 
+def diagnosis(details: Mapping[str, Any]) -> list[str]:
+    """Why the topology's spouts are not emitting, in words (what `storm-py monitor` prints)."""
+    return diagnose(_Topo.of(details))
+
+
+def stream_count(details: Mapping[str, Any], components: Iterable[str], stream: str, metric: str) -> int:
+    """All-time `metric` (emitted or transferred) of `stream` summed over the components' executors."""
+    topo = _Topo.of(details)
+    recs = [r for c in components for r in topo.component_records(c)]
+    return int(st.output_streams(recs, ALL_TIME, True).get(stream, {}).get(metric, 0))
+
+
 # ---------------------------------------------------------------- components
 def component_detail(details: Mapping[str, Any], comp_id: str, window: str = ALL_TIME,
                      include_sys: bool = False) -> dict | None:
@@ -396,10 +408,29 @@ def diagnose(topo: _Topo) -> list[str]:
         if any(r.backpressure for r in recs):
             culprit = ", ".join(congested) if congested else "a downstream bolt"
             out.append(f"spout {comp['id']} is held by back-pressure from {culprit}")
+        out += _mostly_waiting(comp["id"], recs)
     for comp in congested:
         recs = topo.component_records(comp)
         out.append(f"bolt {comp} is saturated: its receive queue holds {sum(r.queue_population for r in recs)} "
                    f"of {sum(r.queue_capacity for r in recs)}")
+    return out
+
+
+_WAITING = {st.SKIP_MAX_PENDING: "at max pending (its tuples wait for acks)",
+            st.SKIP_BACKPRESSURE: "held by back-pressure"}
+
+
+def _mostly_waiting(spout: str, recs: list[ExecutorStats], window: str = "600", share: float = 0.5) -> list[str]:
+    """A spout that spent most of the last window not calling next_tuple, and why."""
+    secs = max((r.window(window)[0] for r in recs), default=0.0)
+    if secs <= 0:
+        return []
+    skipped = st.by_key(st.add_counters(r.window(window)[1] for r in recs), st.SKIPPED_MS)
+    out = []
+    for reason, words in _WAITING.items():
+        fraction = skipped.get(reason, 0.0) / (secs * 1000.0 * len(recs))
+        if fraction >= share:
+            out.append(f"spout {spout} was {words} {fraction:.0%} of the last {window_pretty(window)}")
     return out
 
 

@@ -1,0 +1,239 @@
+"""The REST API's pure parts: Storm's formats, the answers built from Nimbus's data (against
+Storm's own UI fixtures), the stalled-topology diagnosis and the Prometheus families."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+from ui_shape import assert_shape, shape_problems
+
+from daemons.ui import formats as fmt
+from daemons.ui import metrics, views
+from executor.stats_record import ExecutorStats, to_wire
+
+pytestmark = pytest.mark.timeout(30)
+
+WINDOWS = ("600", "10800", "86400", ":all-time")
+
+
+def _windows(counters: dict, secs: float = 600.0) -> dict:
+    return {w: (secs, dict(counters)) for w in WINDOWS}
+
+
+def spout_record(emitted=100, acked=90, failed=3, pending=5, **kw) -> list:
+    counters = {"emitted|default": emitted, "transferred|default": emitted, "emitted|__ack_init": emitted,
+                "acked|default": acked, "failed|default": failed, "timeouts|default": 1,
+                "complete_ms_sum|default": 9.0 * acked, "complete_count|default": acked}
+    counters.update(kw.pop("extra", {}))
+    return to_wire(ExecutorStats("spout", "spout", 60, _windows(counters), pending=pending, **kw))
+
+
+def bolt_record(component="split", executed=90, execute_ms=45.0, **kw) -> list:
+    counters = {"emitted|default": 4 * executed, "transferred|default": 4 * executed,
+                "executed|spout:default": executed, "acked|spout:default": executed,
+                "execute_ms_sum|spout:default": execute_ms, "execute_count|spout:default": executed}
+    kw = {"queue_population": 2, "queue_capacity": 1024, **kw}
+    return to_wire(ExecutorStats(component, "bolt", 60, _windows(counters), **kw))
+
+
+def details(status="active", spout=None, split=None, conf=None, unassigned=False, alive=True, errors=None,
+            restarts=()) -> dict:
+    ex = [
+        {"executor": [1, 1], "component": "__acker", "stats": to_wire(ExecutorStats("__acker", "acker", 60, {}))},
+        {"executor": [2, 2], "component": "spout", "stats": spout if spout is not None else spout_record()},
+        {"executor": [3, 3], "component": "split", "stats": split if split is not None else bolt_record()},
+        {"executor": [4, 4], "component": "split", "stats": bolt_record()},
+    ]
+    for e in ex:
+        e.update({"node": "sup-1", "host": "h1", "port": 6700, "start_time_secs": 1000, "alive": alive,
+                  "uptime_secs": 60 if alive else None})
+        if not alive:
+            e["stats"] = None
+    if unassigned:
+        ex[3].update(node=None, host=None, port=None, alive=False, uptime_secs=None, stats=None)
+    return {
+        "id": "wc-1-1000", "name": "wc", "status": status, "owner": "", "launch_time_secs": 1000,
+        "uptime_secs": 65, "requested_workers": 1, "now_secs": 1065,
+        "conf": {"topology.workers": 1, "topology.eventlogger.executors": 0, "topology.message.timeout.secs": 30,
+                 "topology.debug": False, **(conf or {})},
+        "components": [
+            {"id": "__acker", "kind": "acker", "tasks": 1, "inputs": []},
+            {"id": "spout", "kind": "spout", "tasks": 1, "inputs": []},
+            {"id": "split", "kind": "bolt", "tasks": 2,
+             "inputs": [{"component": "spout", "stream": "default", "grouping": "shuffle"}]},
+        ],
+        "executors": ex,
+        "errors": errors or {"spout": [], "split": []},
+        "supervisors": {"sup-1": {"host": "h1", "logviewer_port": 8000}},
+        "worker_restarts": [list(r) for r in restarts],
+    }
+
+
+def cluster_info() -> dict:
+    return {"nimbus_uptime_secs": 3725, "nimbus_version": "0.1.0",
+            "supervisors": [{"id": "sup-1", "host": "h1", "slots": 4, "used": 1, "ports": [6700, 6701, 6702, 6703],
+                             "uptime_secs": 100, "version": "0.1.0", "logviewer_port": 8000,
+                             "worker_restarts": []}],
+            "topologies": [{"name": "wc", "id": "wc-1-1000", "status": "active", "num_tasks": 4, "num_workers": 1,
+                            "num_executors": 4, "uptime_secs": 65, "owner": "", "requested_workers": 1,
+                            "slots": [["sup-1", 6700]]}]}
+
+
+# ---------------------------------------------------------------- formats
+def test_formats_are_storms():
+    assert fmt.pretty_uptime(0) == "0s"
+    assert fmt.pretty_uptime(233) == "3m 53s"
+    assert fmt.pretty_uptime(106210) == "1d 5h 30m 10s"
+    assert fmt.pretty_uptime(3600) == "1h 0m 0s"
+    assert fmt.fixed3(None) == "0.000" and fmt.fixed3(4.8) == "4.800"
+    assert fmt.executor_name((2, 2)) == "[2, 2]" and fmt.encoded("[2, 2]") == "%5B2%2C+2%5D"
+    assert len(fmt.storm_version().split(".")) >= 3
+    assert fmt.log_link("h1", 8000, "wc-1-1000", 6700) == "http://h1:8000/log?file=wc-1-1000%2F6700%2Fworker.log"
+    assert fmt.log_link("h1", None, "wc-1-1000", 6700) == ""
+
+
+# ---------------------------------------------------------------- shapes and values
+def test_every_answer_has_the_fixture_shape():
+    info = cluster_info()
+    d = details()
+    assert_shape("cluster-summary", views.cluster_summary(info))
+    assert_shape("nimbus-summary", views.nimbus_summary(info, "h0", 6627, 8000))
+    assert_shape("supervisor-summary", views.supervisor_summary(info))
+    assert_shape("supervisor-detail", views.supervisor_detail(info["supervisors"][0], [d]))
+    assert_shape("topology-summary", views.topology_summary(info))
+    assert_shape("topology-detail", views.topology_detail(d))
+    assert_shape("component-detail", views.component_detail(d, "split"))
+    assert_shape("topology-visualization", views.visualization(d, include_sys=True))
+
+
+def test_the_shape_check_catches_a_wrong_type_and_a_missing_field():
+    assert shape_problems({"a": 1, "b": {"c": "x"}}, {"a": 1.0, "b": {}}) == \
+        ["a: expected int, got float 1.0", "b.c: missing"]
+    assert shape_problems({"l": [{"x": "1"}]}, {"l": [{"x": "1"}, {"x": 2}]}) == ["l[1].x: expected str, got int 2"]
+    assert shape_problems({"n": None}, {"n": 5}) == []
+
+
+def test_topology_figures_per_window_and_sys():
+    d = details()
+    answer = views.topology_detail(d)
+    assert [w["window"] for w in answer["topologyStats"]] == list(WINDOWS)
+    assert [w["windowPretty"] for w in answer["topologyStats"]] == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    all_time = answer["topologyStats"][3]
+    # emitted: spout 100 + two split executors 360 each (system streams left out)
+    assert all_time["emitted"] == 100 + 2 * 360 and all_time["acked"] == 90 and all_time["failed"] == 3
+    assert all_time["completeLatency"] == "9.000"
+    assert [b["boltId"] for b in answer["bolts"]] == ["split"]
+    split = answer["bolts"][0]
+    assert split["executed"] == 180 and split["executeLatency"] == "0.500" and split["capacity"] == "0.000"
+    with_sys = views.topology_detail(d, include_sys=True)
+    assert [b["boltId"] for b in with_sys["bolts"]] == ["__acker", "split"]
+    assert with_sys["spouts"][0]["emitted"] == 200  # __ack_init counted with sys=1
+    assert answer["workers"][0]["componentNumTasks"] == {"__acker": 1, "spout": 1, "split": 2}
+    assert answer["workers"][0]["workerLogLink"].startswith("http://h1:8000/log?file=wc-1-1000%2F6700")
+
+
+def test_component_answer_per_stream_and_executor():
+    d = details()
+    bolt = views.component_detail(d, "split", window="600")
+    assert bolt["componentType"] == "bolt" and bolt["executors"] == 2 and bolt["window"] == "600"
+    assert bolt["inputStats"] == [{"component": "spout", "encodedComponent": "spout", "stream": "default",
+                                   "executeLatency": "0.500", "processLatency": "0.500", "executed": 180,
+                                   "acked": 180, "failed": 0}]
+    assert bolt["outputStats"] == [{"stream": "default", "emitted": 720, "transferred": 720}]
+    assert [e["id"] for e in bolt["executorStats"]] == ["[3, 3]", "[4, 4]"]
+    spout = views.component_detail(d, "spout")
+    assert spout["componentType"] == "spout" and len(spout["spoutSummary"]) == 4
+    assert spout["outputStats"][0]["completeLatency"] == "9.000"
+    assert views.component_detail(d, "nope") is None
+
+
+def test_errors_show_as_storm_shows_them():
+    d = details(errors={"split": [{"error": "boom", "time_secs": 1060, "host": "h1", "port": 6700}], "spout": []})
+    bolt = next(b for b in views.topology_detail(d)["bolts"] if b["boltId"] == "split")
+    assert bolt["lastError"] == "boom" and bolt["errorHost"] == "h1" and bolt["errorPort"] == "6700"
+    assert bolt["errorLapsedSecs"] == 5 and "6700%2Fworker.log" in bolt["errorWorkerLogLink"]
+    comp = views.component_detail(d, "split")
+    assert comp["componentErrors"][0]["errorTime"] == 1060 * 1000
+
+
+def test_a_garbage_stats_record_is_left_out_not_an_error():
+    d = details(split=["garbage"])
+    answer = views.topology_detail(d)
+    assert next(b for b in answer["bolts"] if b["boltId"] == "split")["executed"] == 90  # the other executor
+
+
+def test_visualization_has_subscriptions_and_the_ackers_streams():
+    vis = views.visualization(details(), include_sys=True)
+    assert vis["split"][":inputs"] == [{":component": "spout", ":stream": "default", ":sani-stream": "default",
+                                        ":grouping": "shuffle"}]
+    acker_streams = {(i[":component"], i[":stream"]) for i in vis["__acker"][":inputs"]}
+    assert ("spout", "__ack_init") in acker_streams and ("split", "__ack_ack") in acker_streams
+    assert "__acker" not in views.visualization(details())
+
+
+# ---------------------------------------------------------------- diagnosis
+def test_a_healthy_topology_has_no_diagnosis():
+    assert views.diagnosis(details()) == []
+
+
+def test_a_deactivated_topology_says_so():
+    assert any("deactivated" in r for r in views.diagnosis(details(status="inactive")))
+
+
+def test_max_pending_is_named_with_its_setting():
+    reasons = views.diagnosis(details(spout=spout_record(pending=50), conf={"topology.max.spout.pending": 50}))
+    assert any("max pending" in r and "topology.max.spout.pending = 50" in r for r in reasons)
+
+
+def test_back_pressure_names_the_saturated_bolt():
+    reasons = views.diagnosis(details(spout=spout_record(backpressure=True),
+                                      split=bolt_record(queue_population=1024, queue_capacity=1024)))
+    assert any("back-pressure from split" in r for r in reasons)
+
+
+def test_a_spout_mostly_waiting_at_max_pending_over_the_window():
+    waited = spout_record(extra={"skipped_ms|max_pending": 500_000})
+    assert any("at max pending" in r and "83%" in r for r in views.diagnosis(details(spout=waited)))
+
+
+def test_executors_without_slot_or_live_worker_and_restarting_workers():
+    assert any("have no slot" in r for r in views.diagnosis(details(unassigned=True)))
+    assert any("no live worker" in r and "h1:6700" in r for r in views.diagnosis(details(alive=False)))
+    assert any("restarted 4 time(s)" in r for r in views.diagnosis(details(restarts=[("sup-1", 6700, 4)])))
+
+
+# ---------------------------------------------------------------- Prometheus
+def _parsed(fams) -> dict:
+    registry = CollectorRegistry(auto_describe=False)
+
+    class Fixed:
+        def collect(self):
+            return fams
+
+    registry.register(Fixed())
+    text = generate_latest(registry).decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_metrics_have_every_family_with_its_labels():
+    fams = _parsed(metrics.families(cluster_info(), [details(restarts=[("sup-1", 6700, 2)])]))
+    for name in ("storm_topology_status", "storm_topology_workers", "storm_component_emitted",
+                 "storm_component_transferred", "storm_component_acked", "storm_component_failed",
+                 "storm_component_executed", "storm_component_capacity", "storm_component_complete_latency_ms",
+                 "storm_component_execute_latency_ms", "storm_component_backpressure", "storm_worker_restarts",
+                 "storm_supervisor_slots", "storm_supervisor_slots_used", "storm_nimbus_up"):
+        assert name in fams, name
+    emitted = {(s.labels["component"], s.labels["stream"]): s.value for s in fams["storm_component_emitted"].samples
+               if s.name.endswith("_total")}
+    assert emitted[("split", "default")] == 720 and ("spout", "__ack_init") not in emitted
+    status = fams["storm_topology_status"].samples[0]
+    assert status.labels == {"topology": "wc", "status": "ACTIVE"} and status.value == 1
+    restarts = [s for s in fams["storm_worker_restarts"].samples if s.name.endswith("_total")]
+    assert restarts[0].labels == {"topology": "wc", "host": "h1", "port": "6700"} and restarts[0].value == 2
+
+
+def test_metrics_when_nimbus_is_down_say_only_that():
+    fams = _parsed(metrics.families(None, []))
+    assert list(fams) == ["storm_nimbus_up"] and fams["storm_nimbus_up"].samples[0].value == 0
