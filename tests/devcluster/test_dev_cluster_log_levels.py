@@ -4,6 +4,7 @@ seconds, the timeout reverts the level, and `-r` reverts it at once."""
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import textwrap
 from pathlib import Path
@@ -16,6 +17,7 @@ from testutil import wait_until
 
 from daemons.cli_loglevel import set_log_level
 from daemons.cli_options import StormGroup
+from daemons.nimbus import handlers
 from daemons.nimbus.handlers import make_handlers
 from daemons.rpc.client import client_from_conf
 
@@ -26,7 +28,10 @@ if shutil.which("java") is None:
 
 
 def _nimbus_serves_log_configs() -> bool:
-    return "set_log_config" in make_handlers(mock.MagicMock(), mock.MagicMock(), 1, lambda: None)
+    try:
+        return "set_log_config" in make_handlers(mock.MagicMock(), mock.MagicMock(), 1, lambda: None)
+    except Exception:  # make_handlers' signature changed: look for the wiring in its source instead
+        return "log_config_handlers(" in inspect.getsource(handlers)
 
 
 pytestmark.append(pytest.mark.skipif(
