@@ -554,12 +554,19 @@ class DevCluster(Service):
     def restart_nimbus(self, kill: bool = False) -> None:
         """Stop Nimbus (SIGTERM, or SIGKILL with `kill`) and start it again on the same port and
         local dir; returns once it answers."""
-        child = self.nimbus
-        self._reported.add(child.name)
-        child.kill() if kill else child.stop()
-        child.start()
+        self.stop_nimbus(kill)
+        self.start_nimbus_again()
+
+    def stop_nimbus(self, kill: bool = False) -> None:
+        """Stop Nimbus (SIGTERM, or SIGKILL with `kill`) until start_nimbus_again()."""
+        self._reported.add(self.nimbus.name)
+        self.nimbus.kill() if kill else self.nimbus.stop()
+
+    def start_nimbus_again(self) -> None:
+        """Start the stopped Nimbus on its port and local dir; returns once it answers."""
+        self.nimbus.start()
         self._wait_ready(["nimbus"])
-        self._reported.discard(child.name)
+        self._reported.discard(self.nimbus.name)
 
     def restart_zookeeper(self) -> None:
         """Stop ZooKeeper (SIGTERM) and start it again: same port, same data dir."""

@@ -299,6 +299,8 @@ class NimbusCore:
                 self.cluster.teardown_heartbeats(storm_id)
             for storm_id in set(self.cluster.error_topologies()) - alive:
                 self.cluster.teardown_topology_errors(storm_id)
+            for storm_id in set(self.cluster.log_config_topologies()) - alive:
+                self.cluster.teardown_log_config(storm_id)
             for storm_id in set(self.store.stored_ids()) - alive:
                 log.info("removing the code of topology %s, which is gone", storm_id)
                 self.store.remove(storm_id)

@@ -10,6 +10,7 @@ Operations (args -> result):
     topology_info {name}                           -> status, components, stats, last errors
     topology_details {name (or id)}                -> base, conf, components, executors with raw stats, errors
     nimbus_conf {}                                 -> Nimbus's config, secrets masked
+    set_log_config / get_log_config                (daemons/nimbus/log_config_ops.py)
     download_info {id, file}                       -> {size, checksum}     (supervisors)
     download_chunk {id, file, offset, length}      -> {data}
 """
@@ -20,6 +21,7 @@ from typing import Any, Callable
 
 from daemons.nimbus.code_store import CHUNK_BYTES, CodeStore, UploadError, UploadTooLargeError
 from daemons.nimbus.core import NimbusCore
+from daemons.nimbus.log_config_ops import log_config_handlers
 from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
 from executor.errors import NotAliveError
 from executor.package import file_checksum, masked
@@ -105,6 +107,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         "topology_details": lambda a: core.topology_details(arg(a, "name", str)),
         "nimbus_conf": lambda a: masked(core.conf),
         "download_info": download_info, "download_chunk": download_chunk,
+        **log_config_handlers(core),
     }
 
 
