@@ -1,0 +1,101 @@
+"""The logviewer's routes (Flask): a log page by offset and length, a download, a JSON page, the
+list of a topology's worker logs. Every name goes through files.resolve (no `..`, no absolute
+path, no link out of the log dir) and every read through files.read_page (bounded)."""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+from pathlib import Path
+from urllib.parse import urlencode
+
+from flask import Flask, Response, request, send_file
+from werkzeug.exceptions import HTTPException
+
+from daemons.logviewer import files
+
+log = logging.getLogger(__name__)
+
+
+def _json(data, status: int = 200) -> Response:
+    return Response(json.dumps(data), status=status, mimetype="application/json")
+
+
+def _int_arg(name: str) -> int | None:
+    value = request.args.get(name)
+    if value is None or value == "":
+        return None
+    if not value.strip().isdigit():
+        raise files.LogAccessError(f"parameter {name!r} must be a whole number >= 0, got {value!r}", 400)
+    return int(value)
+
+
+def make_app(log_dir: Path) -> Flask:
+    """Worker logs by the names Storm's links use (relative to workers-artifacts); daemon logs
+    (`/daemonlog`) directly under the log dir."""
+    app = Flask("storm-py-logviewer")
+    artifacts = files.worker_root(log_dir)
+
+    @app.errorhandler(files.LogAccessError)
+    def _refused(exc: files.LogAccessError):
+        if exc.status == 400:
+            log.warning("refused %s from %s: %s", request.full_path, request.remote_addr, exc)
+        return _json({"error": "Bad request" if exc.status == 400 else "Not found", "errorMessage": str(exc)},
+                     exc.status)
+
+    @app.errorhandler(HTTPException)
+    def _http(exc: HTTPException):
+        return _json({"error": exc.name, "errorMessage": f"{request.path}: {exc.description}"}, exc.code or 500)
+
+    def _page(daemon_logs: bool):
+        name = request.args.get("file", "")
+        if daemon_logs and "/" in name.replace("\\", "/"):
+            raise files.LogAccessError(f"daemon log {name!r} refused: daemon logs are directly in the log dir", 400)
+        path = files.resolve(log_dir if daemon_logs else artifacts, name)
+        return name, files.read_page(path, _int_arg("start"), _int_arg("length"))
+
+    def _html(name: str, page: files.Page, route: str) -> Response:
+        def link(label: str, start: int | None) -> str:
+            if start is None:
+                return f"<span class=off>{label}</span>"
+            query = urlencode({"file": name, "start": start, "length": page.length})
+            return f'<a href="{route}?{query}">{label}</a>'
+        last = max(0, page.size - page.length)
+        nav = " | ".join([link("first", 0 if page.start else None), link("prev", page.prev_start),
+                          link("next", page.next_start), link("last", last if page.next_start is not None else None),
+                          f'<a href="/download?{urlencode({"file": name})}">download</a>'])
+        text = html.escape(page.data.decode("utf-8", errors="replace"))
+        body = (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(name)}</title></head>"
+                f"<body><h1>{html.escape(name)}</h1><p>bytes {page.start}-{page.start + len(page.data)} of "
+                f"{page.size}</p><p>{nav}</p><pre id=log>{text}</pre><p>{nav}</p></body></html>")
+        return Response(body, mimetype="text/html")
+
+    @app.get("/log")
+    def log_page():
+        name, page = _page(daemon_logs=False)
+        return _html(name, page, "/log")
+
+    @app.get("/daemonlog")
+    def daemon_log_page():
+        name, page = _page(daemon_logs=True)
+        return _html(name, page, "/daemonlog")
+
+    @app.get("/api/v1/log")
+    def log_json():
+        name, page = _page(daemon_logs=False)
+        return _json({"file": name, "start": page.start, "length": page.length, "size": page.size,
+                      "data": page.data.decode("utf-8", errors="replace"),
+                      "next": page.next_start, "prev": page.prev_start})
+
+    @app.get("/download")
+    def download():
+        path = files.resolve(artifacts, request.args.get("file", ""))
+        return send_file(path, mimetype="text/plain", as_attachment=True, download_name=path.name)
+
+    @app.get("/api/v1/listLogs")
+    def list_logs():
+        port = _int_arg("port")
+        return _json(files.list_logs(artifacts, request.args.get("topologyId") or None, port))
+
+    return app
