@@ -221,6 +221,7 @@ SCHEMA: dict[str, Rule] = {
     "ui.title": _str(),
     "ui.pagination": _int(1),
     "logviewer.port": ANY_PORT,
+    "logviewer.host": _str(),
     # Supervisor, workers, tasks
     "supervisor.slots.ports": Rule("list", item=PORT, check=_unique, describe_as="a list of ports (ints 1-65535)"),
     "supervisor.heartbeat.frequency.secs": _positive(),

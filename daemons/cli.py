@@ -50,7 +50,7 @@ def localconfvalue(key, conf, loaded):
 
 
 from daemons.cli_admin import activate, deactivate, kill, list_, rebalance  # noqa: E402
-from daemons.cli_daemons import nimbus, supervisor, ui  # noqa: E402
+from daemons.cli_daemons import logviewer, nimbus, supervisor, ui  # noqa: E402
 from daemons.cli_dev import dev_cluster, dev_zookeeper  # noqa: E402
 from daemons.cli_jar import jar  # noqa: E402
 from daemons.cli_local import local  # noqa: E402
@@ -59,7 +59,7 @@ from daemons.cli_monitor import monitor  # noqa: E402
 from daemons.cli_sink import sink  # noqa: E402
 
 for _command in (local, sink, jar, list_, kill, activate, deactivate, rebalance, nimbus, supervisor,
-                 dev_zookeeper, dev_cluster, ui, monitor, set_log_level):
+                 dev_zookeeper, dev_cluster, ui, monitor, set_log_level, logviewer):
     main.add_command(_command)
 
 

@@ -78,6 +78,17 @@ def supervisor(conf):
 
 @click.command()
 @common_options
+def logviewer(conf):
+    """Run the logviewer in the foreground: the worker logs under storm.log.dir on
+    logviewer.host:logviewer.port, paged, downloadable, nothing outside the log dir (SIGTERM or
+    Ctrl-C stops it)."""
+    from daemons.logviewer.daemon import Logviewer
+
+    run_daemon("logviewer", conf, Logviewer, lambda lv: f"logviewer running on {lv.url} serving {lv.root}")
+
+
+@click.command()
+@common_options
 def ui(conf):
     """Run the UI daemon in the foreground: Storm's REST API under /api/v1 and Prometheus /metrics
     on ui.host:ui.port, read from Nimbus (SIGTERM or Ctrl-C stops it)."""

@@ -19,6 +19,15 @@ DATA_KEYED = {"", "workers[].componentNumTasks", "totalGenericResources",
               "usedGenericResources", "availGenericResources", "namedLoggerLevels"}
 
 
+# design: the Prometheus families /metrics must hold (names as prometheus-client parses them:
+# counters without their _total suffix).
+PROMETHEUS_FAMILIES = (
+    "storm_topology_status", "storm_topology_workers", "storm_component_emitted", "storm_component_transferred",
+    "storm_component_acked", "storm_component_failed", "storm_component_executed", "storm_component_capacity",
+    "storm_component_complete_latency_ms", "storm_component_execute_latency_ms", "storm_component_backpressure",
+    "storm_worker_restarts", "storm_supervisor_slots", "storm_supervisor_slots_used", "storm_nimbus_up")
+
+
 def fixture(name: str) -> Any:
     return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import subprocess
 import sys
@@ -74,6 +75,20 @@ class DevClusterProcess:
                 pass
         psutil.wait_procs(left, timeout=10)
         return [p.pid for p in left]
+
+
+@contextlib.contextmanager
+def running_dev_cluster(base: Path, *args: str):
+    """`storm-py dev-cluster ARGS` until the block ends; then it must exit 0 leaving nothing behind."""
+    cluster = DevClusterProcess(base, *args)
+    try:
+        cluster.wait_ready()
+        yield cluster
+    finally:
+        code = cluster.stop()
+        leftovers = cluster.kill_leftovers()
+        assert not leftovers, f"processes left behind by dev-cluster: {leftovers}"
+        assert code == 0, cluster.output()
 
 
 def processes_under(base: Path) -> list[psutil.Process]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from devcluster_helpers import ROOT, DevClusterProcess, alive, processes_under, storm_py
+from devcluster_helpers import ROOT, DevClusterProcess, alive, processes_under, running_dev_cluster, storm_py
 from testutil import wait_until
 
 from cluster_state.factory import mk_storm_cluster_state
@@ -25,15 +25,8 @@ TOPOLOGY = ROOT / "examples" / "exclamation" / "topology.py"
 
 @pytest.fixture
 def dev_cluster(tmp_path):
-    cluster = DevClusterProcess(tmp_path / "dev", "--supervisors", "2", *FAST)
-    try:
-        cluster.wait_ready()
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", *FAST) as cluster:
         yield cluster
-    finally:
-        code = cluster.stop()
-        leftovers = cluster.kill_leftovers()
-        assert not leftovers, f"processes left behind by dev-cluster: {leftovers}"
-        assert code == 0, cluster.output()
 
 
 def workers(cluster) -> dict[int, object]:

@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 from click.testing import CliRunner
-from devcluster_helpers import DevClusterProcess, storm_py
+from devcluster_helpers import running_dev_cluster, storm_py
 from testutil import wait_until
 
 from daemons.cli_loglevel import set_log_level
@@ -96,15 +96,8 @@ TOPOLOGY = textwrap.dedent('''
 
 @pytest.fixture
 def dev_cluster(tmp_path):
-    cluster = DevClusterProcess(tmp_path / "dev", "--supervisors", "1", *FAST)
-    try:
-        cluster.wait_ready()
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", *FAST) as cluster:
         yield cluster
-    finally:
-        code = cluster.stop()
-        leftovers = cluster.kill_leftovers()
-        assert not leftovers, f"processes left behind by dev-cluster: {leftovers}"
-        assert code == 0, cluster.output()
 
 
 def _set_log_level(cluster, *args: str) -> str:

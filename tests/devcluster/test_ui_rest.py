@@ -14,7 +14,7 @@ from devcluster_helpers import ROOT, processes_under, storm_py
 from prometheus_client.parser import text_string_to_metric_families
 from testutil import wait_until
 from ui_http import get, post, request
-from ui_shape import assert_shape
+from ui_shape import PROMETHEUS_FAMILIES, assert_shape
 
 from daemons.devcluster import DevCluster
 
@@ -172,11 +172,7 @@ def test_metrics_parse_and_hold_the_families(cluster):
     status, text, ctype = request(dev.ui_url, "GET", "/metrics")
     assert status == 200 and ctype.startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    for name in ("storm_topology_status", "storm_topology_workers", "storm_component_emitted",
-                 "storm_component_transferred", "storm_component_acked", "storm_component_failed",
-                 "storm_component_executed", "storm_component_capacity", "storm_component_complete_latency_ms",
-                 "storm_component_execute_latency_ms", "storm_component_backpressure", "storm_worker_restarts",
-                 "storm_supervisor_slots", "storm_supervisor_slots_used", "storm_nimbus_up"):
+    for name in PROMETHEUS_FAMILIES:
         assert name in families, name
     assert families["storm_nimbus_up"].samples[0].value == 1
     emitted = [s for s in families["storm_component_emitted"].samples
@@ -248,3 +244,14 @@ def test_log_levels_through_the_rest_api_reach_the_workers(cluster):
     status, body = post(base, f"/api/v1/topology/{storm_id}/logconfig",
                         {"namedLoggerLevels": {logger: {"target_level": ""}}}, token=SECRET)
     assert status == 200 and logger not in body["namedLoggerLevels"]
+
+
+def test_log_links_open_the_workers_log_through_the_logviewer(cluster):
+    dev, ids = cluster
+    comp = get(dev.ui_url, f"/api/v1/topology/{ids['demo']}/component/exclaim1")
+    links = {e["workerLogLink"] for e in comp["executorStats"]}
+    assert links and all(link.startswith("http://127.0.0.1:") for link in links), links
+    for link in links:
+        status, page, ctype = request(link, "GET", "")
+        assert status == 200 and ctype.startswith("text/html") and "<pre id=log>" in page, (link, status)
+        assert ids["demo"] in page  # the worker logs its topology id when it starts

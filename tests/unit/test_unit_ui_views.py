@@ -7,7 +7,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
-from ui_shape import assert_shape, shape_problems
+from ui_shape import PROMETHEUS_FAMILIES, assert_shape, shape_problems
 
 from daemons.ui import formats as fmt
 from daemons.ui import metrics, views
@@ -219,11 +219,7 @@ def _parsed(fams) -> dict:
 
 def test_metrics_have_every_family_with_its_labels():
     fams = _parsed(metrics.families(cluster_info(), [details(restarts=[("sup-1", 6700, 2)])]))
-    for name in ("storm_topology_status", "storm_topology_workers", "storm_component_emitted",
-                 "storm_component_transferred", "storm_component_acked", "storm_component_failed",
-                 "storm_component_executed", "storm_component_capacity", "storm_component_complete_latency_ms",
-                 "storm_component_execute_latency_ms", "storm_component_backpressure", "storm_worker_restarts",
-                 "storm_supervisor_slots", "storm_supervisor_slots_used", "storm_nimbus_up"):
+    for name in PROMETHEUS_FAMILIES:
         assert name in fams, name
     emitted = {(s.labels["component"], s.labels["stream"]): s.value for s in fams["storm_component_emitted"].samples
                if s.name.endswith("_total")}
