@@ -39,10 +39,10 @@ def make_app(log_dir: Path) -> Flask:
 
     @app.errorhandler(files.LogAccessError)
     def _refused(exc: files.LogAccessError):
-        if exc.status == 400:
+        if exc.status == 403:
             log.warning("refused %s from %s: %s", request.full_path, request.remote_addr, exc)
-        return _json({"error": "Bad request" if exc.status == 400 else "Not found", "errorMessage": str(exc)},
-                     exc.status)
+        short = {400: "Bad request", 403: "Forbidden", 404: "Not found"}[exc.status]
+        return _json({"error": short, "errorMessage": str(exc)}, exc.status)
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException):
@@ -51,7 +51,7 @@ def make_app(log_dir: Path) -> Flask:
     def _page(daemon_logs: bool):
         name = request.args.get("file", "")
         if daemon_logs and "/" in name.replace("\\", "/"):
-            raise files.LogAccessError(f"daemon log {name!r} refused: daemon logs are directly in the log dir", 400)
+            raise files.LogAccessError(f"daemon log {name!r} refused: daemon logs are directly in the log dir", 403)
         path = files.resolve(log_dir if daemon_logs else artifacts, name)
         return name, files.read_page(path, _int_arg("start"), _int_arg("length"))
 

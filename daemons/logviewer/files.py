@@ -25,18 +25,18 @@ class LogAccessError(ValueError):
 
 
 def resolve(root: Path, name: str) -> Path:
-    """The file `name` names under `root`, or LogAccessError (400 unsafe, 404 missing)."""
+    """The file `name` names under `root`, or LogAccessError (403 refused, 404 missing, 400 none)."""
     if not name:
         raise LogAccessError("parameter 'file' is required", 400)
     if "\x00" in name or name.startswith(("/", "\\")) or os.path.isabs(name):
-        raise LogAccessError(f"log file {name!r} refused: absolute paths are not served", 400)
+        raise LogAccessError(f"log file {name!r} refused: absolute paths are not served", 403)
     parts = name.replace("\\", "/").split("/")
     if any(p == ".." for p in parts):
-        raise LogAccessError(f"log file {name!r} refused: '..' is not allowed", 400)
+        raise LogAccessError(f"log file {name!r} refused: '..' is not allowed", 403)
     base = Path(os.path.realpath(root))
     path = Path(os.path.realpath(base / name))
     if path != base and base not in path.parents:
-        raise LogAccessError(f"log file {name!r} refused: it resolves outside the log dir", 400)
+        raise LogAccessError(f"log file {name!r} refused: it resolves outside the log dir", 403)
     if not path.is_file():
         raise LogAccessError(f"no log file {name!r} under the log dir", 404)
     return path

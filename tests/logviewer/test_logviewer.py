@@ -1,6 +1,7 @@
 """The logviewer over real HTTP (waitress on loopback): pages a worker log by offset and length,
 downloads it, lists a topology's logs, and refuses every way out of the log dir (`..`, absolute
-paths, a link pointing out, `%2e%2e`, NUL) with a 400 naming the name, without reading it."""
+paths, a link pointing out, `%2e%2e`, NUL) with a 403 naming the name, without reading it; a
+1 GB log is paged, never loaded."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_download_and_list_and_daemon_logs(logviewer):
 ])
 def test_every_way_out_of_the_log_dir_is_refused(logviewer, tmp_path, name, why):
     status, body, _ = request(logviewer.url, "GET", "/api/v1/log", file=name)
-    assert status == 400 and body["error"] == "Bad request" and why in body["errorMessage"], body
+    assert status == 403 and body["error"] == "Forbidden" and why in body["errorMessage"], body
     assert "secret" not in body.get("data", "") and "top secret" not in str(body)
 
 
@@ -80,7 +81,7 @@ def test_an_encoded_dot_dot_is_refused_too(logviewer):
             with urllib.request.urlopen(logviewer.url + path, timeout=10) as r:
                 raise AssertionError(f"{path} answered {r.status}: {r.read()[:80]!r}")
         except urllib.error.HTTPError as exc:
-            assert exc.code == 400 and b"top secret" not in exc.read()
+            assert exc.code == 403 and b"top secret" not in exc.read()
 
 
 def test_missing_files_and_bad_parameters(logviewer):
@@ -89,4 +90,18 @@ def test_missing_files_and_bad_parameters(logviewer):
     status, body, _ = request(logviewer.url, "GET", "/api/v1/log", file=WORKER_LOG, start="-5")
     assert status == 400 and "start" in body["errorMessage"]
     status, body, _ = request(logviewer.url, "GET", "/daemonlog", file=WORKER_LOG)
-    assert status == 400
+    assert status == 403
+
+
+def test_a_huge_log_is_paged_not_loaded(logviewer):
+    big = logviewer.root / "workers-artifacts" / "wc-1-1000" / "6700" / "worker.log.1"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)  # sparse: 1 GB of size, no disk
+        f.seek((1 << 30) - 6)
+        f.write(b"tail!\n")
+    status, body, _ = request(logviewer.url, "GET", "/api/v1/log", file="wc-1-1000/6700/worker.log.1")
+    assert status == 200 and body["size"] == 1 << 30 and body["data"].endswith("tail!\n")
+    assert body["start"] == (1 << 30) - files.DEFAULT_PAGE_BYTES
+    status, body, _ = request(logviewer.url, "GET", "/api/v1/log", file="wc-1-1000/6700/worker.log.1",
+                              start=0, length=1 << 30)
+    assert status == 200 and len(body["data"]) == files.MAX_PAGE_BYTES and body["next"] == files.MAX_PAGE_BYTES
