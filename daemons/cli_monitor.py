@@ -48,7 +48,7 @@ def watched_components(details: dict, component: str | None) -> list[str]:
 @common_options
 def monitor(name, interval, component, stream, watch, count, conf):
     """Print a topology's throughput every interval, as Storm's `storm monitor` does."""
-    from daemons.ui.views import diagnosis, stream_count
+    from daemons.ui.views import monitor_reading
 
     with NimbusSession(conf) as nimbus:
         details = nimbus.call("topology_details", name=name)
@@ -58,14 +58,13 @@ def monitor(name, interval, component, stream, watch, count, conf):
         label = ",".join(comps)
         parallelism = sum(1 for e in details["executors"] if e["component"] in comps)
         click.echo(HEADER.format(watch=watch))
-        last_count, last_at = stream_count(details, comps, stream, watch), time.monotonic()
+        last_count, last_at = monitor_reading(details, comps, stream, watch)[0], time.monotonic()
         said: list[str] = []
         printed = 0
         while count is None or printed < count:
             time.sleep(max(0.0, last_at + interval - time.monotonic()))
             details = nimbus.call("topology_details", name=name)
-            now, total = time.monotonic(), stream_count(details, comps, stream, watch)
-            reasons = diagnosis(details)
+            now, (total, reasons) = time.monotonic(), monitor_reading(details, comps, stream, watch)
             if reasons != said:
                 for reason in reasons:
                     click.echo(f"# {reason}")

@@ -7,11 +7,13 @@ pool, and `close()` ends its loop.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import Any, Callable
 
 import waitress
+from flask import Response
 
 from executor.errors import ClearError
 from executor.lifecycle import Service
@@ -24,6 +26,16 @@ _STOP_JOIN_SECS = 5.0
 
 class BindError(ClearError):
     """The daemon cannot listen on its address."""
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """A JSON answer (`application/json`; NaN refused: JSON has none)."""
+    return Response(json.dumps(data, allow_nan=False), status=status, mimetype="application/json")
+
+
+def error_response(status: int, error: str, message: str) -> Response:
+    """Storm's error body `{"error": SHORT, "errorMessage": LONGER}`."""
+    return json_response({"error": error, "errorMessage": message}, status)
 
 
 def display_host(host: str) -> str:

@@ -32,22 +32,13 @@ def fixture(name: str) -> Any:
     return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
 
 
+# JSON's types as Python decodes them; bool before int (a bool is an int in Python).
+_KINDS = ((type(None), "null"), (bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (list, "list"),
+          (dict, "object"))
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for cls, name in _KINDS if isinstance(value, cls)), type(value).__name__)
 
 
 def shape_problems(expected: Any, actual: Any, path: str = "", data_keyed: frozenset | set = frozenset()) -> list[str]:

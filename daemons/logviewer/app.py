@@ -5,7 +5,6 @@ path, no link out of the log dir) and every read through files.read_page (bounde
 from __future__ import annotations
 
 import html
-import json
 import logging
 from pathlib import Path
 from urllib.parse import urlencode
@@ -13,13 +12,10 @@ from urllib.parse import urlencode
 from flask import Flask, Response, request, send_file
 from werkzeug.exceptions import HTTPException
 
+from daemons.http_server import error_response, json_response
 from daemons.logviewer import files
 
 log = logging.getLogger(__name__)
-
-
-def _json(data, status: int = 200) -> Response:
-    return Response(json.dumps(data), status=status, mimetype="application/json")
 
 
 def _int_arg(name: str) -> int | None:
@@ -42,11 +38,11 @@ def make_app(log_dir: Path) -> Flask:
         if exc.status == 403:
             log.warning("refused %s from %s: %s", request.full_path, request.remote_addr, exc)
         short = {400: "Bad request", 403: "Forbidden", 404: "Not found"}[exc.status]
-        return _json({"error": short, "errorMessage": str(exc)}, exc.status)
+        return error_response(exc.status, short, str(exc))
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException):
-        return _json({"error": exc.name, "errorMessage": f"{request.path}: {exc.description}"}, exc.code or 500)
+        return error_response(exc.code or 500, exc.name, f"{request.path}: {exc.description}")
 
     def _page(daemon_logs: bool):
         name = request.args.get("file", "")
@@ -84,7 +80,7 @@ def make_app(log_dir: Path) -> Flask:
     @app.get("/api/v1/log")
     def log_json():
         name, page = _page(daemon_logs=False)
-        return _json({"file": name, "start": page.start, "length": page.length, "size": page.size,
+        return json_response({"file": name, "start": page.start, "length": page.length, "size": page.size,
                       "data": page.data.decode("utf-8", errors="replace"),
                       "next": page.next_start, "prev": page.prev_start})
 
@@ -96,6 +92,6 @@ def make_app(log_dir: Path) -> Flask:
     @app.get("/api/v1/listLogs")
     def list_logs():
         port = _int_arg("port")
-        return _json(files.list_logs(artifacts, request.args.get("topologyId") or None, port))
+        return json_response(files.list_logs(artifacts, request.args.get("topologyId") or None, port))
 
     return app

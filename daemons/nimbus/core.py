@@ -28,6 +28,7 @@ from cluster_state.records import (
 from cluster_state.storm import StormClusterState
 from daemons.nimbus import liveness
 from daemons.nimbus.code_store import CodeStore
+from daemons.nimbus.details import info_from_details
 from daemons.nimbus.scheduler import (
     SupervisorSlots,
     TopologyRequest,
@@ -51,11 +52,8 @@ from daemons.nimbus.transitions import (
     transition,
 )
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
-from executor.layout import ACKER_COMPONENT, TopologyLayout, compute_layout, num_ackers
+from executor.layout import TopologyLayout, compute_layout, num_ackers
 from executor.package import storm_py_version, verify_package, without_secrets
-from executor.stats import component_figures
-from executor.stats_record import decode_records
-from executor.stats_windows import ALL_TIME
 from executor.structure import TopologyStructure, validate_structure, validate_topology_name
 
 log = logging.getLogger(__name__)
@@ -338,37 +336,9 @@ class NimbusCore:
                     "supervisors": supervisors, "topologies": topologies}
 
     def topology_info(self, name: str) -> dict[str, Any]:
-        with self.lock:
-            storm_id = self._require(name)
-            base = self._base(storm_id)
-            layout = self.layout(storm_id, base)
-            assignment = self._assignment_or_none(storm_id)
-            enp = {} if assignment is None else assignment.executor_node_port
-            hosts = {} if assignment is None else assignment.node_host
-            beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
-            records = decode_records(storm_id, {ex: beat.stats for ex, beat in beats.items()})
-            components = []
-            for comp in sorted(layout.executors):
-                execs = []
-                for ex in layout.executors[comp]:
-                    slot = enp.get(ex)
-                    execs.append({"executor": list(ex), "host": hosts.get(slot[0]) if slot else None,
-                                  "port": slot[1] if slot else None, "alive": ex in beats})
-                kind = "acker" if comp == ACKER_COMPONENT else self._topology(storm_id).structure.components[comp].kind
-                figures = component_figures([records[ex] for ex in layout.executors[comp] if ex in records],
-                                            ALL_TIME, True)
-                figures["kind"] = kind
-                figures.setdefault("executed", 0)
-                figures.setdefault("complete_latency_ms", None)
-                figures.pop("executors", None)
-                error = None if comp == ACKER_COMPONENT else self.cluster.last_error(storm_id, comp)
-                components.append({
-                    "id": comp, "tasks": len(layout.component_tasks[comp]), "executors": execs, **figures,
-                    "last_error": None if error is None else {"error": error.error, "time_secs": error.time_secs,
-                                                              "host": error.host, "port": error.port}})
-            return {"name": base.storm_name, "id": storm_id, "status": base.status,
-                    "uptime_secs": int(self.clock() - base.launch_time_secs), "num_workers": len(set(enp.values())),
-                    "components": components}
+        """Each component's all-time figures, executors and last error (the CLI's and the test
+        harnesses' summary), derived from topology_details."""
+        return info_from_details(self.topology_details(name, max_errors=1))
 
     def topology_details(self, name_or_id: str, max_errors: int = 10) -> dict[str, Any]:
         """Everything the UI shows about one topology, as plain data (msgpack-safe: string keys):
@@ -488,3 +458,4 @@ class NimbusCore:
     def layout(self, storm_id: str, base: StormBase) -> TopologyLayout:
         meta = self._topology(storm_id)
         return compute_layout(meta.structure, meta.conf, base.num_workers, base.component_executors)
+

@@ -59,12 +59,14 @@ from daemons.supervisor.slot import (
     SlotInputs,
     SlotPhase,
     SlotState,
+    count_launch,
     next_wakeup,
     recover_slots,
     step,
     storm_ids_in_use,
     stray_worker_dirs,
     used_ports,
+    worker_restarts,
 )
 from daemons.supervisor.worker_state import WorkerRecord
 from executor.lifecycle import PeriodicThread, Service
@@ -378,11 +380,8 @@ class Supervisor(Service):
             self._persist_records()
 
     def _count_launch(self, storm_id: str, port: int) -> None:
-        in_use = storm_ids_in_use(self._slots.values()) | {storm_id}
-        counts = {k: n for k, n in self._launch_counts.items() if k[0] in in_use}
-        counts[(storm_id, port)] = counts.get((storm_id, port), 0) + 1
-        self._launch_counts = counts
-        self._restarts = tuple((sid, p, n - 1) for (sid, p), n in sorted(counts.items()) if n > 1)
+        self._launch_counts = count_launch(self._launch_counts, storm_id, port, storm_ids_in_use(self._slots.values()))
+        self._restarts = worker_restarts(self._launch_counts)
 
     def _signal(self, worker_id: str, sig: signal.Signals) -> None:
         record = self._records.get(worker_id)

@@ -429,3 +429,18 @@ def storm_ids_in_use(states: Iterable[SlotState]) -> frozenset[str]:
 def used_ports(states: Iterable[SlotState]) -> tuple[int, ...]:
     """SupervisorInfo.used_ports: ports with an assignment in progress or a worker."""
     return tuple(sorted(s.port for s in states if s.assignment is not None or s.has_worker))
+
+
+def count_launch(counts: Mapping[tuple[str, int], int], storm_id: str, port: int,
+                 in_use: Iterable[str]) -> dict[tuple[str, int], int]:
+    """Launches per (topology, port) after one more of `storm_id` on `port`; topologies no
+    longer in use (and not this one) are forgotten."""
+    keep = set(in_use) | {storm_id}
+    out = {k: n for k, n in counts.items() if k[0] in keep}
+    out[(storm_id, port)] = out.get((storm_id, port), 0) + 1
+    return out
+
+
+def worker_restarts(counts: Mapping[tuple[str, int], int]) -> tuple[tuple[str, int, int], ...]:
+    """(topology, port, restarts) of each slot launched more than once (SupervisorInfo's form)."""
+    return tuple((sid, port, n - 1) for (sid, port), n in sorted(counts.items()) if n > 1)

@@ -9,7 +9,6 @@ component 404, a bad parameter 400, a POST without the cluster's secret 403, Nim
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import math
 from typing import Any, Mapping
@@ -17,6 +16,7 @@ from typing import Any, Mapping
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
+from daemons.http_server import error_response, json_response
 from daemons.rpc.protocol import AuthError, BadRequestError, IllegalStateError, RpcError, UnreachableError
 from daemons.ui import metrics, views
 from daemons.ui.nimbus_calls import NimbusCalls
@@ -32,10 +32,6 @@ class ApiError(Exception):
     def __init__(self, status: int, error: str, message: str):
         super().__init__(message)
         self.status, self.error, self.message = status, error, message
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data, allow_nan=False), status=status, mimetype="application/json")
 
 
 def _remote_error(exc: Exception) -> ApiError:
@@ -65,34 +61,33 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
     def _api_error(exc: ApiError):
         if exc.status >= 500:
             log.warning("%s %s: %s", request.method, request.path, exc.message)
-        return _json({"error": exc.error, "errorMessage": exc.message}, exc.status)
+        return error_response(exc.status, exc.error, exc.message)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
-        return _json({"error": exc.name, "errorMessage": f"{request.method} {request.path}: {exc.description}"},
-                     exc.code or 500)
+        return error_response(exc.code or 500, exc.name, f"{request.method} {request.path}: {exc.description}")
 
     @app.errorhandler(Exception)
     def _internal(exc: Exception):
         log.error("%s %s failed", request.method, request.path, exc_info=exc)
-        return _json({"error": "Internal error", "errorMessage": f"{type(exc).__name__}: {exc}"}, 500)
+        return error_response(500, "Internal error", f"{type(exc).__name__}: {exc}")
 
     # ------------------------------------------------------------------ cluster
     @app.get(f"{API}/cluster/configuration")
     def cluster_configuration():
-        return _json(call("nimbus_conf"))
+        return json_response(call("nimbus_conf"))
 
     @app.get(f"{API}/cluster/summary")
     def cluster_summary():
-        return _json(views.cluster_summary(call("cluster_info")))
+        return json_response(views.cluster_summary(call("cluster_info")))
 
     @app.get(f"{API}/nimbus/summary")
     def nimbus_summary():
-        return _json(views.nimbus_summary(call("cluster_info"), nimbus_host, nimbus_port, logviewer_port))
+        return json_response(views.nimbus_summary(call("cluster_info"), nimbus_host, nimbus_port, logviewer_port))
 
     @app.get(f"{API}/supervisor/summary")
     def supervisor_summary():
-        return _json(views.supervisor_summary(call("cluster_info")))
+        return json_response(views.supervisor_summary(call("cluster_info")))
 
     @app.get(f"{API}/supervisor")
     def supervisor_detail():
@@ -106,7 +101,7 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
             raise ApiError(404, "Supervisor not found", f"no live supervisor with {what}")
         sup = found[0]
         details = [_details(t["id"]) for t in info["topologies"] if any(n == sup["id"] for n, _p in t["slots"])]
-        return _json(views.supervisor_detail(sup, [d for d in details if d is not None]))
+        return json_response(views.supervisor_detail(sup, [d for d in details if d is not None]))
 
     def _details(storm_id: str) -> dict | None:
         try:
@@ -119,12 +114,12 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
     # ------------------------------------------------------------------ topologies
     @app.get(f"{API}/topology/summary")
     def topology_summary():
-        return _json(views.topology_summary(call("cluster_info")))
+        return json_response(views.topology_summary(call("cluster_info")))
 
     @app.get(f"{API}/topology/<storm_id>")
     def topology_detail(storm_id: str):
         window, include_sys = _window(), _sys()
-        return _json(views.topology_detail(call("topology_details", name=storm_id), window, include_sys))
+        return json_response(views.topology_detail(call("topology_details", name=storm_id), window, include_sys))
 
     @app.get(f"{API}/topology/<storm_id>/component/<component>")
     def component_detail(storm_id: str, component: str):
@@ -136,20 +131,20 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
             raise ApiError(404, "Component not found",
                            f"topology {details['name']} ({details['id']}) has no component {component!r} "
                            f"(components: {known})")
-        return _json(answer)
+        return json_response(answer)
 
     @app.get(f"{API}/topology/<storm_id>/visualization")
     def visualization(storm_id: str):
         window, include_sys = _window(), _sys()
-        return _json(views.visualization(call("topology_details", name=storm_id), window, include_sys))
+        return json_response(views.visualization(call("topology_details", name=storm_id), window, include_sys))
 
     @app.get(f"{API}/topology-workers/<storm_id>")
     def topology_workers(storm_id: str):
-        return _json(views.topology_workers(call("topology_details", name=storm_id), logviewer_port or 0))
+        return json_response(views.topology_workers(call("topology_details", name=storm_id), logviewer_port or 0))
 
     @app.get(f"{API}/topology/<storm_id>/logconfig")
     def get_logconfig(storm_id: str):
-        return _json(call("get_log_config", name=storm_id))
+        return json_response(call("get_log_config", name=storm_id))
 
     # ------------------------------------------------------------------ actions
     def _authorized(op: str, storm_id: str) -> None:
@@ -165,7 +160,7 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
                                         f"{'' if token is None else ' (the one given is wrong)'}")
 
     def _done(op: str, storm_id: str) -> Response:
-        return _json({"topologyOperation": op, "topologyId": storm_id, "status": "success"})
+        return json_response({"topologyOperation": op, "topologyId": storm_id, "status": "success"})
 
     @app.post(f"{API}/topology/<storm_id>/activate")
     def activate(storm_id: str):
@@ -210,7 +205,7 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
             raise ApiError(400, "Bad request", "the body must be {\"namedLoggerLevels\": {LOGGER: "
                                                "{\"target_level\": LEVEL, \"timeout\": SECS}}}")
         call("set_log_config", name=storm_id, named_logger_levels=levels)
-        return _json(call("get_log_config", name=storm_id))
+        return json_response(call("get_log_config", name=storm_id))
 
     # ------------------------------------------------------------------ Prometheus
     @app.get("/metrics")

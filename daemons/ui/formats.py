@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import quote, quote_plus
 
-from executor.package import storm_py_version
-
 
 def pretty_uptime(secs: int | float | None) -> str:
     """Storm's prettyUptimeSec: "3m 53s", "1d 5h 30m 10s" (leading zero units left out)."""
@@ -29,9 +27,9 @@ def ui_status(status: str) -> str:
     return str(status).upper()
 
 
-def storm_version() -> str:
-    """storm-py's version with at least three dot-separated parts (tools parse it as Storm's)."""
-    version = storm_py_version()
+def storm_version(version: str | None) -> str:
+    """A daemon's version with at least three dot-separated parts (tools parse it as Storm's);
+    one that did not say (an older daemon, a checkout never installed) shows as 0.0.0."""
     parts = version.split(".") if version and version != "unknown" else ["0", "0", "0"]
     while len(parts) < 3:
         parts.append("0")

@@ -16,8 +16,8 @@ from prometheus_client.registry import Collector
 
 from daemons.rpc.protocol import REMOTE_ERRORS
 from daemons.ui.nimbus_calls import NimbusCalls
+from daemons.ui.views import records_by_component
 from executor import stats as st
-from executor.stats_record import decode_records
 from executor.stats_windows import ALL_TIME
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,7 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
     hosts = {s["id"]: s["host"] for s in info["supervisors"]}
     for d in details:
         name = d["name"]
-        records = decode_records(d["id"], {tuple(e["executor"]): e["stats"] for e in d["executors"]})
-        by_comp = st.group_by_component(records.values())
+        by_comp = records_by_component(d)
         for comp in d["components"]:
             cid = comp["id"]
             recs = by_comp.get(cid, [])

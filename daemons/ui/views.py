@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from daemons.nimbus.details import records_by_component
 from daemons.ui import formats as fmt
 from executor import stats as st
 from executor.layout import ACKER_COMPONENT
@@ -31,7 +32,7 @@ def cluster_summary(info: Mapping[str, Any], user: str = "") -> dict:
     total = sum(s["slots"] for s in sups)
     used = sum(s["used"] for s in sups)
     return {
-        "stormVersion": fmt.storm_version(), "nimbusUptime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
+        "stormVersion": fmt.storm_version(info.get("nimbus_version")), "nimbusUptime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
         "nimbusUptimeSeconds": int(info["nimbus_uptime_secs"]), "supervisors": len(sups),
         "topologies": len(topos), "slotsTotal": total, "slotsUsed": used, "slotsFree": total - used,
         "executorsTotal": sum(t["num_executors"] for t in topos), "tasksTotal": sum(t["num_tasks"] for t in topos),
@@ -47,14 +48,14 @@ def nimbus_summary(info: Mapping[str, Any], host: str, port: int, logviewer_port
         "nimbusUpTime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
         "nimbusUpTimeSeconds": int(info["nimbus_uptime_secs"]),
         "nimbusLogLink": f"http://{host}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
-        "version": fmt.storm_version(), "isLeader": True}]}
+        "version": fmt.storm_version(info.get("nimbus_version")), "isLeader": True}]}
 
 
 def _supervisor(s: Mapping[str, Any]) -> dict:
     return {"id": s["id"], "host": s["host"], "uptime": fmt.pretty_uptime(s["uptime_secs"]),
             "uptimeSeconds": int(s["uptime_secs"]), "slotsTotal": int(s["slots"]), "slotsUsed": int(s["used"]),
             "totalMem": 0.0, "usedMem": 0.0, "totalCpu": 0.0, "usedCpu": 0.0,
-            "version": s.get("version") or fmt.storm_version(), "blacklisted": False}
+            "version": fmt.storm_version(s.get("version")), "blacklisted": False}
 
 
 def supervisor_summary(info: Mapping[str, Any]) -> dict:
@@ -89,23 +90,26 @@ def topology_summary(info: Mapping[str, Any]) -> dict:
 
 @dataclass(frozen=True)
 class _Topo:
-    """topology_details with its records decoded once."""
+    """topology_details with its records decoded and grouped once."""
 
     details: Mapping[str, Any]
-    records: dict[tuple[int, int], ExecutorStats]
-    kinds: dict[str, str]
+    by_executor: dict[tuple[int, int], ExecutorStats]
+    records: dict[str, list[ExecutorStats]]            # component -> its executors' records
+    executors: dict[str, list[Mapping[str, Any]]]      # component -> its executors
 
     @classmethod
     def of(cls, details: Mapping[str, Any]) -> _Topo:
-        wire = {tuple(e["executor"]): e["stats"] for e in details["executors"]}
-        return cls(details, decode_records(details["id"], wire), {c["id"]: c["kind"] for c in details["components"]})
+        by_executor = decode_records(details["id"], {tuple(e["executor"]): e["stats"] for e in details["executors"]})
+        executors: dict[str, list[Mapping[str, Any]]] = {c["id"]: [] for c in details["components"]}
+        for e in details["executors"]:
+            executors.setdefault(e["component"], []).append(e)
+        return cls(details, by_executor, records_by_component(details, by_executor), executors)
 
     def component_records(self, comp: str) -> list[ExecutorStats]:
-        return [self.records[tuple(e["executor"])] for e in self.details["executors"]
-                if e["component"] == comp and tuple(e["executor"]) in self.records]
+        return self.records.get(comp, [])
 
     def executors_of(self, comp: str) -> list[Mapping[str, Any]]:
-        return [e for e in self.details["executors"] if e["component"] == comp]
+        return self.executors.get(comp, [])
 
     def component(self, comp: str) -> Mapping[str, Any] | None:
         return next((c for c in self.details["components"] if c["id"] == comp), None)
@@ -113,14 +117,15 @@ class _Topo:
     def shown(self, include_sys: bool) -> list[Mapping[str, Any]]:
         return [c for c in self.details["components"] if include_sys or not c["id"].startswith("__")]
 
-    def link(self, e: Mapping[str, Any]) -> str:
-        sup = self.details.get("supervisors", {}).get(e.get("node") or "", {})
-        return fmt.log_link(e.get("host"), sup.get("logviewer_port"), self.details["id"], e.get("port"))
+
+def _worker_link(details: Mapping[str, Any], e: Mapping[str, Any]) -> str:
+    """The log link of the worker running executor `e` (its supervisor's logviewer)."""
+    sup = details.get("supervisors", {}).get(e.get("node") or "", {})
+    return fmt.log_link(e.get("host"), sup.get("logviewer_port"), details["id"], e.get("port"))
 
 
 def workers(details: Mapping[str, Any]) -> list[dict]:
     """One entry per slot the topology's executors are assigned to."""
-    topo = _Topo(details, {}, {})
     slots: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for e in details["executors"]:
         if e.get("node") is not None:
@@ -135,13 +140,9 @@ def workers(details: Mapping[str, Any]) -> list[dict]:
                     "topologyId": details["id"], "topologyName": details["name"], "owner": details.get("owner", ""),
                     "uptime": fmt.pretty_uptime(uptime), "uptimeSeconds": int(uptime),
                     "executorsTotal": len(execs), "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
-                    "assignedCpu": 0.0, "workerLogLink": topo.link(execs[0]), "componentNumTasks": num_tasks,
+                    "assignedCpu": 0.0, "workerLogLink": _worker_link(details, execs[0]), "componentNumTasks": num_tasks,
                     "alive": all(e["alive"] for e in execs)})
     return out
-
-
-def _window_hint(window: str) -> str:
-    return window_pretty(window)
 
 
 def _last_error(topo: _Topo, comp: str) -> dict:
@@ -189,24 +190,16 @@ def _bolt_row(topo: _Topo, comp: Mapping[str, Any], window: str, include_sys: bo
 def _topology_stats(topo: _Topo, include_sys: bool) -> list[dict]:
     """Storm's topology figures per window: emitted/transferred over every shown component,
     acked/failed/complete latency of the spouts."""
+    shown = [r for c in topo.shown(include_sys) for r in topo.component_records(c["id"])]
+    spouts = [r for c in topo.details["components"] if c["kind"] == "spout" for r in topo.component_records(c["id"])]
     out = []
     for window in WINDOW_NAMES:
-        emitted = transferred = acked = failed = 0
-        lat_sum = lat_n = 0.0
-        for comp in topo.shown(include_sys):
-            recs = topo.component_records(comp["id"])
-            f = st.component_figures(recs, window, include_sys)
-            emitted += f["emitted"]
-            transferred += f["transferred"]
-            if comp["kind"] == "spout":
-                acked += f["acked"]
-                failed += f["failed"]
-                counters = st.add_counters(r.window(window)[1] for r in recs)
-                lat_sum += st.total(counters, st.COMPLETE_MS)
-                lat_n += st.total(counters, st.COMPLETE_N)
-        out.append({"windowPretty": window_pretty(window), "window": window, "emitted": emitted,
-                    "transferred": transferred, "completeLatency": fmt.fixed3(lat_sum / lat_n if lat_n else 0.0),
-                    "acked": acked, "failed": failed})
+        everyone = st.component_figures(shown, window, include_sys)
+        spout = st.component_figures(spouts, window, include_sys)
+        out.append({"windowPretty": window_pretty(window), "window": window, "emitted": everyone["emitted"],
+                    "transferred": everyone["transferred"],
+                    "completeLatency": fmt.fixed3(spout.get("complete_latency_ms")),
+                    "acked": spout["acked"], "failed": spout["failed"]})
     return out
 
 
@@ -221,7 +214,7 @@ def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_
         "uptimeSeconds": int(details["uptime_secs"]),
         "tasksTotal": sum(int(c["tasks"]) for c in details["components"]), "workersTotal": len(ws),
         "executorsTotal": len(details["executors"]),
-        "msgTimeout": int(conf.get("topology.message.timeout.secs", 30)), "windowHint": _window_hint(window),
+        "msgTimeout": int(conf.get("topology.message.timeout.secs", 30)), "windowHint": window_pretty(window),
         "window": window, "debug": bool(conf.get("topology.debug", False)), "samplingPct": 0,
         "schedulerDisplayResource": False, "replicationCount": 1,
         "requestedMemOnHeap": 0.0, "requestedCpu": 0.0, "assignedMemOnHeap": 0.0, "assignedCpu": 0.0,
@@ -242,11 +235,13 @@ def diagnosis(details: Mapping[str, Any]) -> list[str]:
     return diagnose(_Topo.of(details))
 
 
-def stream_count(details: Mapping[str, Any], components: Iterable[str], stream: str, metric: str) -> int:
-    """All-time `metric` (emitted or transferred) of `stream` summed over the components' executors."""
+def monitor_reading(details: Mapping[str, Any], components: Iterable[str], stream: str,
+                 metric: str) -> tuple[int, list[str]]:
+    """What `storm-py monitor` prints: the all-time `metric` (emitted or transferred) of `stream`
+    summed over the components' executors, and the diagnosis (records decoded once)."""
     topo = _Topo.of(details)
     recs = [r for c in components for r in topo.component_records(c)]
-    return int(st.output_streams(recs, ALL_TIME, True).get(stream, {}).get(metric, 0))
+    return int(st.output_streams(recs, ALL_TIME, True).get(stream, {}).get(metric, 0)), diagnose(topo)
 
 
 # ---------------------------------------------------------------- components
@@ -264,7 +259,7 @@ def component_detail(details: Mapping[str, Any], comp_id: str, window: str = ALL
         "id": comp_id, "encodedId": fmt.encoded(comp_id), "topologyId": details["id"],
         "encodedTopologyId": fmt.encoded(details["id"]), "name": details["name"], "componentType": kind,
         "topologyStatus": fmt.ui_status(details["status"]), "executors": len(execs), "tasks": int(comp["tasks"]),
-        "windowHint": _window_hint(window), "window": window,
+        "windowHint": window_pretty(window), "window": window,
         "debug": bool(details["conf"].get("topology.debug", False)), "samplingPct": 0, "eventLoggerCount": 0,
         "profilingAndDebuggingCapable": False, "profileActionEnabled": False, "profilerActive": [],
         "schedulerDisplayResource": False, "requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0,
@@ -314,12 +309,12 @@ def _bolt_window(recs, window: str, include_sys: bool) -> dict:
 
 
 def _executor_row(topo: _Topo, e: Mapping[str, Any], kind: str, window: str, include_sys: bool) -> dict:
-    rec = topo.records.get(tuple(e["executor"]))
+    rec = topo.by_executor.get(tuple(e["executor"]))
     name = fmt.executor_name(e["executor"])
     uptime = e.get("uptime_secs") or 0
     row = {"id": name, "encodedId": fmt.encoded(name), "uptime": fmt.pretty_uptime(uptime),
            "uptimeSeconds": int(uptime), "host": e.get("host") or "", "port": int(e.get("port") or 0),
-           "workerLogLink": topo.link(e), "alive": bool(e["alive"])}
+           "workerLogLink": _worker_link(topo.details, e), "alive": bool(e["alive"])}
     if kind == "spout":
         w = _spout_window([rec] if rec else [], window, include_sys)
     else:

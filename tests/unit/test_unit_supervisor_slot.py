@@ -581,3 +581,16 @@ def test_random_walk_invariants(seed):
     for _ in range(10):
         w.tick(None, dt=CONF.shutdown_sleep_secs)
     assert w.state == SlotState(PORT) and not w.alive and not w.records and not w.dirs
+
+
+def test_worker_restarts_count_relaunches_per_topology_and_port():
+    from daemons.supervisor.slot import count_launch, worker_restarts
+
+    counts = count_launch({}, "a-1", 6700, in_use=())
+    assert worker_restarts(counts) == ()  # a first launch is no restart
+    counts = count_launch(counts, "a-1", 6700, in_use={"a-1"})
+    counts = count_launch(counts, "a-1", 6700, in_use={"a-1"})
+    counts = count_launch(counts, "b-2", 6701, in_use={"a-1"})
+    assert worker_restarts(counts) == (("a-1", 6700, 2),)
+    counts = count_launch(counts, "b-2", 6701, in_use={"b-2"})  # a-1 is gone: forgotten
+    assert worker_restarts(counts) == (("b-2", 6701, 1),)

@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape, shape_problems
 
+from daemons.nimbus.details import info_from_details
 from daemons.ui import formats as fmt
 from daemons.ui import metrics, views
 from executor.stats_record import ExecutorStats, to_wire
@@ -89,7 +90,9 @@ def test_formats_are_storms():
     assert fmt.pretty_uptime(3600) == "1h 0m 0s"
     assert fmt.fixed3(None) == "0.000" and fmt.fixed3(4.8) == "4.800"
     assert fmt.executor_name((2, 2)) == "[2, 2]" and fmt.encoded("[2, 2]") == "%5B2%2C+2%5D"
-    assert len(fmt.storm_version().split(".")) >= 3
+    assert fmt.storm_version("0.1.0") == "0.1.0" and fmt.storm_version("2.1") == "2.1.0"
+    assert fmt.storm_version(None) == "0.0.0" and fmt.storm_version("unknown") == "0.0.0"
+    assert len(fmt.storm_version("7").split(".")) >= 3
     assert fmt.log_link("h1", 8000, "wc-1-1000", 6700) == "http://h1:8000/log?file=wc-1-1000%2F6700%2Fworker.log"
     assert fmt.log_link("h1", None, "wc-1-1000", 6700) == ""
 
@@ -171,6 +174,17 @@ def test_visualization_has_subscriptions_and_the_ackers_streams():
     acker_streams = {(i[":component"], i[":stream"]) for i in vis["__acker"][":inputs"]}
     assert ("spout", "__ack_init") in acker_streams and ("split", "__ack_ack") in acker_streams
     assert "__acker" not in views.visualization(details())
+
+
+def test_nimbus_topology_info_is_the_same_merge_of_the_same_details():
+    d = details(errors={"split": [{"error": "boom", "time_secs": 1060, "host": "h1", "port": 6700}], "spout": []})
+    info = info_from_details(d)
+    by_id = {c["id"]: c for c in info["components"]}
+    assert (info["name"], info["num_workers"]) == ("wc", 1)
+    assert by_id["split"]["executed"] == 180 and by_id["split"]["kind"] == "bolt"
+    assert by_id["split"]["last_error"]["error"] == "boom" and by_id["spout"]["last_error"] is None
+    assert by_id["spout"]["emitted"] == 200 and by_id["spout"]["complete_latency_ms"] == 9.0  # sys streams in
+    assert [e["executor"] for e in by_id["split"]["executors"]] == [[3, 3], [4, 4]]
 
 
 # ---------------------------------------------------------------- diagnosis
