@@ -297,14 +297,6 @@ class LocalCluster:
         records = self._launcher.stats_snapshots(self._get(name).storm_id)
         return {comp: component_totals(recs) for comp, recs in group_by_component(records).items()}
 
-    def spout_latencies(self, name: str) -> list[float]:
-        out: list[float] = []
-        for w in self._workers(name):
-            for ex in w.executors:
-                if ex.kind == "spout":
-                    out.extend(ex.latencies)
-        return out
-
     def errors(self, name: str) -> list[ErrorRecord]:
         return list(self._get(name).errors)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import deque
 from random import getrandbits
 
 from executor.base import ExecutorBase
@@ -85,7 +84,6 @@ class SpoutExecutor(ExecutorBase):
         self._last_active = False
         self._last_flush = time.monotonic()
         self._sample_rate = float(conf["topology.stats.sample.rate"])
-        self.latencies: deque = deque(maxlen=20000)  # sampled complete latencies, seconds
         # per stream: acked, failed explicitly, timed out; [sampled count, summed seconds]
         self.acked_by: dict[str, int] = {}
         self.failed_by: dict[str, int] = {}
@@ -156,7 +154,6 @@ class SpoutExecutor(ExecutorBase):
         by[stream] = by.get(stream, 0) + 1
         if started is not None and self._sample_rate and random.random() < self._sample_rate:
             secs = time.monotonic() - started
-            self.latencies.append(secs)
             lat = self.complete_by.get(stream)
             if lat is None:
                 lat = self.complete_by[stream] = [0, 0.0]
