@@ -40,6 +40,7 @@ from .records import (
     StormBase,
     SupervisorInfo,
     VersionedAssignment,
+    WorkerDeath,
     WorkerHeartbeat,
 )
 from .storm import StormClusterState
@@ -80,6 +81,7 @@ __all__ = [
     "StormClusterState",
     "SupervisorInfo",
     "VersionedAssignment",
+    "WorkerDeath",
     "WorkerHeartbeat",
     "mk_storm_cluster_state",
 ]

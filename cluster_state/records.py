@@ -147,6 +147,37 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class WorkerDeath:
+    """Why a supervisor's worker died (nested in SupervisorInfo.worker_deaths): the slot's report
+    and what the supervisor saw of the process and its log at that moment."""
+
+    storm_id: str
+    port: int
+    time_secs: int
+    # The slot's report, e.g. "worker W on port P exited" or "... timed out: last heartbeat 40s ago".
+    reason: str
+    # The exit status when the process exited by itself; None when unknown (still running when
+    # it was killed for a timeout, adopted after a supervisor restart) or killed by a signal.
+    exit_code: int | None = None
+    # The signal that ended the process ("SIGKILL"), when one did.
+    signal: str | None = None
+    # The most telling line of log_tail (the last exception line, else the last ERROR line); "" if none.
+    error_line: str = ""
+    # The last lines of the worker's log at death time (bounded; cut at a line start).
+    log_tail: str = ""
+
+    def __post_init__(self) -> None:
+        _str(self.storm_id, "WorkerDeath.storm_id")
+        _int(self.port, "WorkerDeath.port")
+        _int(self.time_secs, "WorkerDeath.time_secs")
+        _str(self.reason, "WorkerDeath.reason")
+        _opt_int(self.exit_code, "WorkerDeath.exit_code")
+        _opt_str(self.signal, "WorkerDeath.signal")
+        _str(self.error_line, "WorkerDeath.error_line")
+        _str(self.log_tail, "WorkerDeath.log_tail")
+
+
+@dataclass(frozen=True)
 class SupervisorInfo:
     """`/supervisors/{supervisor-id}` (ephemeral): a live supervisor and its slots."""
 
@@ -164,6 +195,9 @@ class SupervisorInfo:
     # (topology id, port, restarts) for each slot whose worker this supervisor relaunched since
     # it started: a launch for a (topology, port) it launched before is a restart.
     worker_restarts: tuple[tuple[str, int, int], ...] = ()
+    # The latest death of a worker per (topology, port) this supervisor saw since it started,
+    # for topologies it still runs (newest first, bounded: daemons/supervisor/worker_death.py).
+    worker_deaths: tuple[WorkerDeath, ...] = ()
 
     def __post_init__(self) -> None:
         _int(self.time_secs, "SupervisorInfo.time_secs")
@@ -179,6 +213,14 @@ class SupervisorInfo:
                              _int(entry[1], "SupervisorInfo.worker_restarts port"),
                              _int(entry[2], "SupervisorInfo.worker_restarts count")))
         _set(self, "worker_restarts", tuple(restarts))
+        if isinstance(self.worker_deaths, (str, bytes, Mapping)):
+            raise TypeError(f"SupervisorInfo.worker_deaths must be a sequence, got {self.worker_deaths!r}")
+        deaths = tuple(self.worker_deaths)
+        for death in deaths:
+            if not isinstance(death, WorkerDeath):
+                raise TypeError(f"SupervisorInfo.worker_deaths entries must be WorkerDeath records, "
+                                f"got {type(death).__name__} {death!r}")
+        _set(self, "worker_deaths", deaths)
         _str(self.hostname, "SupervisorInfo.hostname")
         _str(self.assignment_id, "SupervisorInfo.assignment_id")
         _set(self, "used_ports", _ints(self.used_ports, "SupervisorInfo.used_ports"))
@@ -295,4 +337,4 @@ class LogConfig:
 
 
 RECORD_TYPES: tuple[type, ...] = (StormBase, Assignment, SupervisorInfo, WorkerHeartbeat, ErrorInfo,
-                                  LocalAssignment, LogLevel, LogConfig)
+                                  LocalAssignment, LogLevel, LogConfig, WorkerDeath)

@@ -99,7 +99,7 @@ class _Launched:
 
 
 class InProcessLauncher:
-    """The supervisor's launcher in LocalCluster (the methods of launcher.ProcessLauncher)."""
+    """The supervisor's launcher in LocalCluster (a launcher.WorkerLauncher, like ProcessLauncher)."""
 
     def __init__(self, conf: Mapping[str, Any], runtime: InProcessRuntime):
         self.conf = conf
@@ -145,6 +145,9 @@ class InProcessLauncher:
                                                     daemon=True)
                 launched.stopper.start()
         return True
+
+    def exit_status(self, worker_id: str) -> int | None:
+        return None  # threads of this process: no exit status of their own
 
     def forget(self, worker_id: str) -> None:
         with self._lock:

@@ -343,8 +343,10 @@ class NimbusCore:
     def topology_details(self, name_or_id: str, max_errors: int = 10) -> dict[str, Any]:
         """Everything the UI shows about one topology, as plain data (msgpack-safe: string keys):
         its base, conf (no secrets), components with their subscriptions, each executor with
-        its slot, liveness and raw stats record, and each component's newest errors. The UI
-        merges the records itself (executor/stats.py), per window and per stream."""
+        its slot, liveness and raw stats record, each component's newest errors, and the
+        latest worker death per slot its supervisors saw (`worker_deaths`, newest first: the
+        supervisor's id and host, port, time, reason, exit code or signal, error line and log
+        tail). The UI merges the records itself (executor/stats.py), per window and per stream."""
         with self.lock:
             storm_id = self.resolve(name_or_id)
             base = self._base(storm_id)
@@ -383,8 +385,13 @@ class NimbusCore:
                            for sid, info in sups.items() if sid in nodes}
             restarts = [[sid, port, n] for sid, info in sorted(sups.items())
                         for tid, port, n in info.worker_restarts if tid == storm_id]
+            deaths = sorted(({"supervisor": sid, "host": info.hostname, "port": d.port, "time_secs": d.time_secs,
+                              "reason": d.reason, "exit_code": d.exit_code, "signal": d.signal,
+                              "error_line": d.error_line, "log_tail": d.log_tail}
+                             for sid, info in sups.items() for d in info.worker_deaths if d.storm_id == storm_id),
+                            key=lambda d: (-d["time_secs"], d["supervisor"], d["port"]))
             return {"id": storm_id, "name": base.storm_name, "status": base.status, "owner": base.owner or "",
-                    "supervisors": supervisors, "worker_restarts": restarts,
+                    "supervisors": supervisors, "worker_restarts": restarts, "worker_deaths": deaths,
                     "launch_time_secs": base.launch_time_secs, "uptime_secs": int(now - base.launch_time_secs),
                     "requested_workers": base.num_workers, "now_secs": int(now),
                     "conf": dict(meta.conf), "components": components, "executors": executors,

@@ -8,7 +8,8 @@ Operations (args -> result):
     rebalance {name, wait_secs?, num_workers?, executors?: {component: n}}
     cluster_info {}                                -> supervisors and topologies
     topology_info {name}                           -> status, components, stats, last errors
-    topology_details {name (or id)}                -> base, conf, components, executors with raw stats, errors
+    topology_details {name (or id)}                -> base, conf, components, executors with raw stats, errors,
+                                                      worker deaths
     nimbus_conf {}                                 -> Nimbus's config, secrets masked
     set_log_config / get_log_config                (daemons/nimbus/log_config_ops.py)
     download_info {id, file}                       -> {size, checksum}     (supervisors)

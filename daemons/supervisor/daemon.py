@@ -4,7 +4,8 @@ our worker).
 
 Threads, one per role:
 - `supervisor-heartbeat`: SupervisorInfo to ZooKeeper every supervisor.heartbeat.frequency.secs
-  (ephemeral; meta = the slot ports), whatever the other threads are doing;
+  (ephemeral; meta = the slot ports; with the workers' restarts and latest deaths, see
+  worker_death.py), whatever the other threads are doing;
 - `supervisor-sync` (synchronize-supervisor): on every assignment change (a one-shot callback
   that only wakes this thread; the next read re-registers it) and every 10 s: re-reads the
   assignments whose version changed, computes the local assignment per port, downloads missing
@@ -32,9 +33,9 @@ from cluster_state import local_layout
 from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
-from cluster_state.records import SupervisorInfo
+from cluster_state.records import SupervisorInfo, WorkerDeath
 from cluster_state.storm import StormClusterState
-from daemons.supervisor import download, launcher
+from daemons.supervisor import download, launcher, worker_death
 from daemons.supervisor.local_assignments import (
     LocalAssignments,
     assignments_to_read,
@@ -80,7 +81,7 @@ _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (
 
 class Supervisor(Service):
     def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command,
-                 worker_launcher: Any = None, code: Any = None,
+                 worker_launcher: launcher.WorkerLauncher | None = None, code: Any = None,
                  cluster_factory: Callable[[], StormClusterState] | None = None):
         super().__init__("supervisor")
         self.conf = dict(conf)
@@ -91,7 +92,7 @@ class Supervisor(Service):
         self.cluster = None
         # Distributed mode: worker processes, code from Nimbus, ZooKeeper; LocalCluster passes
         # in-process workers, its live topologies and its in-memory cluster state.
-        self.launcher = worker_launcher or launcher.ProcessLauncher(self.conf, worker_command)
+        self.launcher: launcher.WorkerLauncher = worker_launcher or launcher.ProcessLauncher(self.conf, worker_command)
         self.code = code or download.NimbusCode(self.conf)
         self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
         self._state: LocalState | None = None
@@ -120,6 +121,10 @@ class Supervisor(Service):
         # reads only the immutable tuple published after each launch.
         self._launch_counts: dict[tuple[str, int], int] = {}
         self._restarts: tuple[tuple[str, int, int], ...] = ()
+        # Worker deaths (SupervisorInfo.worker_deaths), the same way: kept by the processes
+        # thread, published as an immutable tuple. Where each worker's output starts in its log.
+        self._deaths: tuple[WorkerDeath, ...] = ()
+        self._log_starts: dict[str, int] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -184,7 +189,7 @@ class Supervisor(Service):
                               used_ports=self._used_ports, meta=self.ports, scheduler_meta=None,
                               uptime_secs=int(time.monotonic() - self._started_at),
                               version=storm_py_version(), logviewer_port=int(self.conf["logviewer.port"]) or None,
-                              worker_restarts=self._restarts)
+                              worker_restarts=self._restarts, worker_deaths=self._deaths)
         try:
             self.cluster.supervisor_heartbeat(self.supervisor_id, info)
         except ClusterStateError as exc:
@@ -308,8 +313,11 @@ class Supervisor(Service):
                 strays.append(state)
         self._strays = strays
         states = (*self._slots.values(), *self._strays)
+        in_use = storm_ids_in_use(states)
+        if any(d.storm_id not in in_use for d in self._deaths):
+            self._deaths = worker_death.keep_deaths(self._deaths, None, in_use)
         with self._lock:
-            self._in_use = storm_ids_in_use(states)
+            self._in_use = in_use
             self._used_ports = tuple(p for p in used_ports(states) if p in self.ports)
 
     def _step(self, state: SlotState, target, now: float) -> SlotState:
@@ -349,6 +357,7 @@ class Supervisor(Service):
             if not launcher.cleanup_worker(self.conf, action.worker_id):
                 self._pending_cleanup.add(action.worker_id)
         elif isinstance(action, ForgetWorker):
+            self._log_starts.pop(action.worker_id, None)
             if self._records.pop(action.worker_id, None) is not None:
                 self._persist_records()
         elif isinstance(action, DownloadCode):
@@ -359,6 +368,11 @@ class Supervisor(Service):
         elif isinstance(action, ReportError):
             log.warning("slot %s%s: %s", action.port, f" ({action.storm_id})" if action.storm_id else "",
                         action.message)
+            if action.death and action.storm_id is not None:
+                try:
+                    self._record_death(action)
+                except Exception:  # noqa: BLE001 -- diagnostics only: never stops the slots
+                    log.exception("slot %s: could not record the death of worker %s", action.port, action.worker_id)
         else:
             raise TypeError(f"unknown slot action {action!r}")
 
@@ -366,6 +380,11 @@ class Supervisor(Service):
         log.info("launching worker %s on port %s for %s with executors %s", action.worker_id, action.port,
                  action.assignment.storm_id, list(action.assignment.executors))
         self._count_launch(action.assignment.storm_id, action.port)
+        try:  # where its output starts in the log it shares with the slot's earlier workers
+            self._log_starts[action.worker_id] = launcher.log_size(
+                local_layout.worker_log(self.conf, action.assignment.storm_id, action.port))
+        except ValueError:  # an id unfit for a path: the launch itself reports it
+            pass
         try:
             pid, start_time = self.launcher.launch(self.supervisor_id, action.worker_id, action.port,
                                                    action.assignment)
@@ -378,6 +397,28 @@ class Supervisor(Service):
         if record is not None:
             self._records[action.worker_id] = record.with_pid(pid, start_time)
             self._persist_records()
+
+    def _record_death(self, report: ReportError) -> None:
+        """What the supervisor can tell about a failed worker now: its exit status (if its
+        process is gone and was ours) and the end of what it wrote to its log (read now: a
+        relaunched worker appends to the same file); published in the next heartbeat."""
+        worker_id = report.worker_id
+        returncode = self.launcher.exit_status(worker_id) if worker_id else None
+        path = local_layout.worker_log(self.conf, report.storm_id, report.port)
+        start = self._log_starts.get(worker_id, 0) if worker_id else 0
+        data, mid_line = launcher.read_log_tail(path, worker_death.TAIL_READ_BYTES, start)
+        tail = worker_death.tail_lines(data, starts_mid_line=mid_line)
+        death = worker_death.death_from(report.storm_id, report.port, int(time.time()), report.message, returncode,
+                                        tail)
+        if death.exit_code is not None or death.signal or death.error_line:
+            how = f"exit code {death.exit_code}" if death.exit_code is not None else \
+                f"killed by {death.signal}" if death.signal else "still running"
+            log.warning("slot %s (%s): worker %s %s%s", report.port, report.storm_id, worker_id, how,
+                        f"; last error: {death.error_line}" if death.error_line else "")
+        in_use = storm_ids_in_use((*self._slots.values(), *self._strays))
+        self._deaths = worker_death.keep_deaths(self._deaths, death, in_use)
+        if self._heartbeat_thread is not None:
+            self._heartbeat_thread.wake()  # Nimbus and the UI learn it now, not a heartbeat later
 
     def _count_launch(self, storm_id: str, port: int) -> None:
         self._launch_counts = count_launch(self._launch_counts, storm_id, port, storm_ids_in_use(self._slots.values()))

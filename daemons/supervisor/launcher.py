@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import psutil
 
@@ -166,6 +166,33 @@ def cleanup_worker(conf: Mapping[str, Any], worker_id: str) -> bool:
     return True
 
 
+def log_size(path: Path) -> int:
+    """The log's size now (0 when it does not exist yet): where a worker launched now starts
+    writing (the log is appended to)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def read_log_tail(path: Path, max_bytes: int, start: int = 0) -> tuple[bytes, bool]:
+    """The last `max_bytes` of the log from byte `start` on (where the dead worker began writing;
+    from 0 if the log is now shorter: rotated), read with a seek from the end, never whole.
+    Returns (bytes, whether they begin after `start`, possibly mid-line). (b"", False) when the
+    log cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if start > size:
+                start = 0
+            begin = max(start, size - max_bytes)
+            f.seek(begin)
+            return f.read(size - begin), begin > start
+    except OSError as exc:
+        log.debug("cannot read the tail of %s: %s", path, exc)
+        return b"", False
+
+
 def worker_dir_ids(conf: Mapping[str, Any]) -> list[str]:
     try:
         return sorted(e.name for e in os.scandir(local_layout.worker_root(conf)) if e.is_dir(follow_symlinks=False))
@@ -173,14 +200,40 @@ def worker_dir_ids(conf: Mapping[str, Any]) -> list[str]:
         return []
 
 
+class WorkerLauncher(Protocol):
+    """What the supervisor needs of its launcher (the side effects of the slot actions on worker
+    processes): ProcessLauncher here, daemons/inprocess/workers.py's InProcessLauncher in
+    LocalCluster. All calls come from the supervisor's sync-processes thread."""
+
+    def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
+        """Start the worker; its pid and process start time. OSError when it cannot."""
+
+    def alive(self, record: WorkerRecord) -> bool:
+        """Whether the worker still runs (reaping it if it is our child and has exited)."""
+
+    def signal(self, record: WorkerRecord, sig: signal.Signals) -> bool:
+        """Signal the worker if it is still ours; whether a signal was sent."""
+
+    def exit_status(self, worker_id: str) -> int | None:
+        """How the worker's process ended, as Popen.returncode (negative: killed by that
+        signal), once alive() saw it gone and until forget(); None when not known."""
+
+    def forget(self, worker_id: str) -> None:
+        """The worker is cleaned up: drop anything kept about it."""
+
+    def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
+        """For a record without a pid: the worker's pid and start time, if it can be trusted."""
+
+
 class ProcessLauncher:
     """Workers as processes of their own (distributed mode): the process side of the slot
-    actions. LocalCluster passes a launcher with the same methods running workers in-process."""
+    actions (a WorkerLauncher)."""
 
     def __init__(self, conf: Mapping[str, Any], command: CommandFn = worker_command):
         self.conf = conf
         self.command = command
         self._popens: dict[str, subprocess.Popen] = {}
+        self._exits: dict[str, int] = {}  # returncodes reaped by alive(), until forget()
 
     def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
         """Start the worker; returns its pid and start time. Raises OSError when it cannot."""
@@ -196,13 +249,18 @@ class ProcessLauncher:
             if code is not None:
                 log.info("worker %s (pid %s) exited with code %s", record.worker_id, popen.pid, code)
                 del self._popens[record.worker_id]
+                self._exits[record.worker_id] = code
                 return False
         return record_status(record) is ProcessStatus.ALIVE
 
     def signal(self, record: WorkerRecord, sig: signal.Signals) -> bool:
         return signal_worker(record, sig)
 
+    def exit_status(self, worker_id: str) -> int | None:
+        return self._exits.get(worker_id)
+
     def forget(self, worker_id: str) -> None:
+        self._exits.pop(worker_id, None)
         popen = self._popens.pop(worker_id, None)
         if popen is not None:
             popen.poll()

@@ -20,7 +20,8 @@ Driving it (one tick of the daemon's sync-processes, for every slot independentl
    LaunchWorker -> mkdir, Popen (own session, output to its log), store record.with_pid(pid,
    create_time); SendSigterm/SendSigkill -> signal the recorded pid only if check_process says
    ALIVE; CleanupWorker -> remove its dirs; ForgetWorker -> drop its record; DownloadCode ->
-   hand the storm id to the downloader (dedup, retry_due back-off); ReportError -> log/report.
+   hand the storm id to the downloader (dedup, retry_due back-off); ReportError -> log/report
+   (with death=True: record the worker's death, its exit status and log tail).
 4. step again no later than next_wakeup(state) (or every monitor period).
 On start: recover_slots(ports, records from LocalState); strays are stepped with
 assignment=None until EMPTY; stray_worker_dirs are removed without signalling anything.
@@ -112,6 +113,11 @@ class ReportError:
     port: int
     storm_id: str | None
     message: str
+    worker_id: str | None = None  # the worker it is about
+    # A failure of the worker (it exited, timed out, never started, heartbeats for something
+    # else): the daemon records the death (exit status, log tail). False for other reports,
+    # e.g. a worker still there long after SIGKILL.
+    death: bool = False
 
 
 Action = DownloadCode | RecordWorker | LaunchWorker | SendSigterm | SendSigkill | CleanupWorker | ForgetWorker \
@@ -262,7 +268,7 @@ def _start_kill(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConf
     actions: tuple[Action, ...] = ()
     if report is not None:
         state = replace(state, failures=state.failures + 1)
-        actions = (ReportError(state.port, state.assignment.storm_id, report),)
+        actions = (ReportError(state.port, state.assignment.storm_id, report, state.worker_id, death=True),)
     if not inputs.process_alive:
         new, more = _worker_gone(state, inputs, now, conf, relaunch)
         return new, actions + more
@@ -287,7 +293,8 @@ def _killing(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig)
         storm_id = state.assignment.storm_id if state.assignment else None
         message = (f"worker {state.worker_id} on port {state.port} still runs {since:.0f}s after SIGTERM "
                    "and SIGKILL; the slot waits for it to go")
-        state, actions = replace(state, stuck_reported=True), (ReportError(state.port, storm_id, message),)
+        state, actions = replace(state, stuck_reported=True), (ReportError(state.port, storm_id, message,
+                                                                           state.worker_id),)
     if since >= conf.shutdown_sleep_secs and (
             state.last_sigkill_at is None or now - state.last_sigkill_at >= conf.shutdown_sleep_secs):
         return replace(state, last_sigkill_at=now), actions + (SendSigkill(state.worker_id),)

@@ -16,6 +16,7 @@ from cluster_state import (
     LocalAssignment,
     StormBase,
     SupervisorInfo,
+    WorkerDeath,
     WorkerHeartbeat,
     paths,
 )
@@ -35,6 +36,8 @@ RECORDS = [
     WorkerHeartbeat("wc-1", [(1, 1), (2, 3)], 6700, 1700000000, 7, {(1, 1): {"acked": {"default": 3}}}),
     ErrorInfo("Traceback ...", 1700000000, "h1", 6700),
     LocalAssignment("wc-1", [[1, 1], (2, 3)]),
+    WorkerDeath("wc-1", 6700, 1700000000, "worker w1 on port 6700 exited", exit_code=3,
+                error_line="ValueError: bad", log_tail="one\ntwo"),
 ]
 
 
@@ -44,6 +47,22 @@ def test_records_round_trip(record):
     decoded = decode_record(data, "/p", type(record))
     assert decoded == record
     assert type(decoded) is type(record)
+
+
+def test_supervisor_info_carries_worker_deaths_nested():
+    deaths = [WorkerDeath("wc-1", 6700, 1700000000, "worker w1 on port 6700 exited", exit_code=1,
+                          error_line="ValueError: bad", log_tail="Traceback ...\nValueError: bad"),
+              WorkerDeath("wc-1", 6701, 1699999990, "worker w2 on port 6701 exited", signal="SIGKILL"),
+              WorkerDeath("wc-2", 6702, 1699999980, "worker w3 on port 6702 timed out: last heartbeat 40s ago")]
+    info = SupervisorInfo(1700000000, "h1", "sup-1", [6700], [6700, 6701, 6702], None, 12,
+                          worker_restarts=[("wc-1", 6700, 2)], worker_deaths=deaths)
+    decoded = decode_record(encode_record(info), "/supervisors/sup-1", SupervisorInfo)
+    assert decoded == info and decoded.worker_deaths == tuple(deaths)
+    assert all(type(d) is WorkerDeath for d in decoded.worker_deaths)
+    assert decoded.worker_deaths[1].exit_code is None and decoded.worker_deaths[1].signal == "SIGKILL"
+    # A writer without the field (older storm-py): no deaths.
+    old = SupervisorInfo(1, "h", "s", [], [], None, 0)
+    assert decode_record(encode_record(old), "/p", SupervisorInfo).worker_deaths == ()
 
 
 def test_records_are_frozen_and_normalised():
@@ -63,6 +82,8 @@ def test_records_are_frozen_and_normalised():
     lambda: WorkerHeartbeat("wc", [(1, 1)], True, 1, 1),        # bool is not a port
     lambda: LocalAssignment("wc", "1-2"),
     lambda: ErrorInfo(None, 1),
+    lambda: WorkerDeath("wc", 6700, 1, "exited", exit_code="1"),
+    lambda: SupervisorInfo(1, "h", "s", [], [], None, 0, worker_deaths=[{"storm_id": "wc"}]),
 ])
 def test_invalid_records_rejected(make):
     with pytest.raises((TypeError, ValueError)):

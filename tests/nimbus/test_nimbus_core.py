@@ -7,11 +7,13 @@ from __future__ import annotations
 import collections
 import time
 
+import msgpack
 import pytest
 from nimbus_helpers import beat, package, register_supervisor
 
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.paths import assignment_path
+from cluster_state.records import SupervisorInfo, WorkerDeath
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.transitions import IllegalTransitionError
@@ -271,3 +273,32 @@ def test_cleanup_removes_heartbeats_errors_and_code_of_topologies_that_are_gone(
     assert storm_id not in env.cluster.heartbeat_storms() and "ghost-1-1" not in env.cluster.heartbeat_storms()
     assert storm_id not in env.cluster.error_topologies()
     assert core.store.stored_ids() == []
+
+
+def test_topology_details_lists_the_worker_deaths_its_supervisors_report_newest_first(env):
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    storm_id = _submit(env, core, config={"topology.workers": 1})
+    other = _submit(env, core, name="other", config={"topology.workers": 1})
+    assert core.topology_details(storm_id)["worker_deaths"] == []
+    crash = WorkerDeath(storm_id, 6700, 200, "worker w1 on port 6700 exited", exit_code=1,
+                        error_line="ValueError: bad", log_tail="Traceback ...\nValueError: bad")
+    killed = WorkerDeath(storm_id, 6701, 300, "worker w2 on port 6701 exited", signal="SIGKILL")
+    timed_out = WorkerDeath(storm_id, 6702, 250, "worker w3 on port 6702 timed out: last heartbeat 40s ago")
+    for sid, host, deaths in (("sup-1", "host-a", (crash, WorkerDeath(other, 6703, 400, "exited"))),
+                              ("sup-2", "host-b", (killed, timed_out))):
+        env.cluster.supervisor_heartbeat(sid, SupervisorInfo(
+            time_secs=1, hostname=host, assignment_id=sid, used_ports=(), meta=(6700, 6701, 6702, 6703),
+            scheduler_meta=None, uptime_secs=0, worker_deaths=deaths))
+    details = core.topology_details(storm_id)
+    deaths = details["worker_deaths"]
+    assert [(d["supervisor"], d["host"], d["port"], d["time_secs"]) for d in deaths] == [
+        ("sup-2", "host-b", 6701, 300), ("sup-2", "host-b", 6702, 250), ("sup-1", "host-a", 6700, 200)]
+    assert deaths[2] == {
+        "supervisor": "sup-1", "host": "host-a", "port": 6700, "time_secs": 200,
+        "reason": "worker w1 on port 6700 exited", "exit_code": 1, "signal": None, "error_line": "ValueError: bad",
+        "log_tail": "Traceback ...\nValueError: bad"}
+    assert (deaths[0]["exit_code"], deaths[0]["signal"]) == (None, "SIGKILL")
+    assert msgpack.unpackb(msgpack.packb(deaths)) == deaths  # plain data, string keys
+    assert [d["port"] for d in core.topology_details(other)["worker_deaths"]] == [6703]
+    assert core.topology_info(storm_id)["id"] == storm_id  # the summary reads past it

@@ -583,6 +583,48 @@ def test_random_walk_invariants(seed):
     assert w.state == SlotState(PORT) and not w.alive and not w.records and not w.dirs
 
 
+def test_failure_reports_are_deaths_naming_the_worker_and_a_stuck_kill_is_not():
+    reports = []
+    # RUNNING, exits
+    w = World()
+    wid = w.run_worker()
+    w.alive.clear()
+    reports.append((wid, w.tick(A, dt=1)[0], "exited"))
+    # RUNNING, heartbeat too old
+    w = World()
+    wid = w.run_worker()
+    reports.append((wid, w.tick(A, dt=CONF.worker_timeout_secs + 1)[0], "timed out"))
+    # starting, exits; starting, never heartbeats; starting, heartbeats for something else
+    w = World()
+    w.tick(A)
+    wid = w.state.worker_id
+    w.alive.clear()
+    reports.append((wid, w.tick(A, dt=1)[0], "exited before its first heartbeat"))
+    w = World()
+    w.tick(A)
+    reports.append((w.state.worker_id, w.tick(A, dt=CONF.first_heartbeat_timeout_secs)[0], "failed to start"))
+    w = World()
+    w.tick(A)
+    w.beat(executors=((9, 9),))
+    reports.append((w.state.worker_id, w.tick(A, dt=1)[0], "heartbeats for something else"))
+    for wid, report, text in reports:
+        assert isinstance(report, ReportError) and text in report.message
+        assert report.death and report.worker_id == wid and report.storm_id == "t1" and report.port == PORT
+    # A kill that outlasts kill_stuck_secs is reported, but it is no death of a worker.
+    w = World()
+    old = w.run_worker()
+    w.unkillable.add(old)
+    w.tick(None)
+    stuck = [a for _ in range(int(CONF.kill_stuck_secs) + 1) for a in w.tick(None, dt=1)
+             if isinstance(a, ReportError)]
+    assert len(stuck) == 1 and "waits for it to go" in stuck[0].message
+    assert not stuck[0].death and stuck[0].worker_id == old
+    # Nor is a kill for an assignment change (no report at all).
+    w = World()
+    w.run_worker()
+    assert not any(isinstance(a, ReportError) for a in w.tick(B, dt=1))
+
+
 def test_worker_restarts_count_relaunches_per_topology_and_port():
     from daemons.supervisor.slot import count_launch, worker_restarts
 

@@ -1,0 +1,97 @@
+"""A worker that dies is recorded by its supervisor (SupervisorInfo.worker_deaths: reason, exit
+code, error line, log tail) and Nimbus's topology_details hands it on: a real worker process
+whose bolt raises in prepare, on a real ZooKeeper."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from supervisor_env import free_ports
+from testutil import wait_until
+
+from cluster_state import local_layout
+from executor.package import build_package
+from executor.topology_file import load_topology_file
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.zk, pytest.mark.cluster]
+
+COMPONENTS = textwrap.dedent('''
+    from executor.api import Bolt, Spout
+
+
+    class NumberSpout(Spout):
+        def declare_output_fields(self, declarer):
+            declarer.declare(["n"])
+
+        def open(self, conf, context, collector):
+            self.collector = collector
+            self.n = 0
+
+        def next_tuple(self):
+            self.n += 1
+            self.collector.emit([self.n], msg_id=self.n)
+
+
+    class CrashInPrepareBolt(Bolt):
+        def declare_output_fields(self, declarer):
+            pass
+
+        def prepare(self, conf, context, collector):
+            raise RuntimeError("the crash bolt refuses to prepare")
+
+        def execute(self, tup):
+            pass
+''')
+
+TOPOLOGY = textwrap.dedent('''
+    from deaths_test_components import CrashInPrepareBolt, NumberSpout
+    from executor.api import TopologyBuilder
+
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", NumberSpout(), 1)
+    builder.set_bolt("crash", CrashInPrepareBolt(), 1).shuffle_grouping("numbers")
+    topology = builder.create_topology()
+    config = {"topology.workers": 1}
+''')
+
+
+def crash_package(root):
+    d = root / "crash-topology"
+    d.mkdir()
+    (d / "deaths_test_components.py").write_text(COMPONENTS)
+    (d / "topology.py").write_text(TOPOLOGY)
+    tf = load_topology_file(d / "topology.py")
+    out = root / "crash-topology.zip"
+    build_package(d, "topology.py", out, structure=tf.topology.structure.to_dict(), conf=dict(tf.config),
+                  max_bytes=100 << 20)
+    return out
+
+
+def test_a_worker_whose_bolt_raises_in_prepare_shows_up_in_topology_details(env, tmp_path):
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports))
+    sid = env.core.submit("crash", crash_package(tmp_path))
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+
+    def deaths():
+        return env.core.topology_details(sid)["worker_deaths"]
+
+    found = wait_until(deaths, 90, "a worker death in topology_details")
+    death = found[0]
+    assert set(death) == {"supervisor", "host", "port", "time_secs", "reason", "exit_code", "signal",
+                          "error_line", "log_tail"}
+    assert death["supervisor"] == sup.supervisor_id and death["host"] == "127.0.0.1"
+    assert death["port"] == ports[0] and "exited" in death["reason"]
+    assert death["exit_code"] == 1 and death["signal"] is None  # the worker's own "an executor died"
+    assert "RuntimeError: the crash bolt refuses to prepare" in death["error_line"]
+    assert "the crash bolt refuses to prepare" in death["log_tail"]
+    assert 0 < len(death["log_tail"]) <= 6000 and len(death["log_tail"].split("\n")) <= 40
+    assert abs(death["time_secs"] - env.core.topology_details(sid)["now_secs"]) < 60
+    assert local_layout.worker_log(sup.conf, sid, ports[0]).is_file()
+    # The supervisor keeps one per slot however often the worker dies again.
+    wait_until(lambda: sup.launches >= 3, 60, "the crashing worker relaunched twice")
+    later = deaths()
+    assert len(later) == 1 and later[0]["time_secs"] >= death["time_secs"]
+    info = env.cluster.supervisor_info(sup.supervisor_id)
+    assert [(d.storm_id, d.port) for d in info.worker_deaths] == [(sid, ports[0])]
