@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from daemons.nimbus.details import records_by_component
 from daemons.ui import formats as fmt
+from daemons.ui.layout import layout as layered_layout
 from executor import stats as st
 from executor.layout import ACKER_COMPONENT
 from executor.stats_record import ExecutorStats, decode_records
@@ -74,6 +75,15 @@ def supervisor_detail(sup: Mapping[str, Any], topologies: Iterable[Mapping[str, 
     out.update({"availMem": 0.0, "availCpu": 0.0, "totalGenericResources": {}, "usedGenericResources": {},
                 "availGenericResources": {}, "schedulerDisplayResource": False})
     out["workers"] = [w for details in topologies for w in workers(details) if w["supervisorId"] == sup["id"]]
+    # Beyond Storm's answer: every slot, free or not, with the worker restarts seen on it.
+    used = {w["port"]: w for w in out["workers"]}
+    restarts: dict[int, int] = {}
+    for _tid, port, n in sup.get("worker_restarts") or []:
+        restarts[int(port)] = restarts.get(int(port), 0) + int(n)
+    out["slots"] = [{"port": int(p), "used": int(p) in used,
+                     "topologyId": used[int(p)]["topologyId"] if int(p) in used else "",
+                     "topologyName": used[int(p)]["topologyName"] if int(p) in used else "",
+                     "restarts": restarts.get(int(p), 0)} for p in sup.get("ports") or []]
     return out
 
 
@@ -290,6 +300,24 @@ def component_detail(details: Mapping[str, Any], comp_id: str, window: str = ALL
         "errorLapsedSecs": max(0, int(details["now_secs"] - e["time_secs"])),
         "errorWorkerLogLink": fmt.log_link(e.get("host"), _logviewer_of_host(topo, e.get("host")),
                                            details["id"], e.get("port"))} for e in errors]
+    out["deadWorkers"] = dead_workers(topo, {(e.get("node"), e.get("port")) for e in execs})
+    return out
+
+
+def dead_workers(topo: _Topo, slots: set[tuple[Any, Any]]) -> list[dict]:
+    """Beyond Storm's answer: the workers that died on these (supervisor, port) slots, newest
+    first, with what the supervisor recorded (reason, exit code or signal, the error line and
+    the last lines of the log at that moment: the relaunched worker appends to the same file)."""
+    out = []
+    for d in topo.details.get("worker_deaths") or []:
+        if (d["supervisor"], d["port"]) not in slots:
+            continue
+        sup = topo.details.get("supervisors", {}).get(d["supervisor"]) or {}
+        out.append({"host": d["host"], "port": int(d["port"]), "supervisorId": d["supervisor"],
+                    "timeSecs": int(d["time_secs"]), "lapsedSecs": max(0, int(topo.details["now_secs"] - d["time_secs"])),
+                    "reason": d["reason"], "exitCode": d.get("exit_code"), "signal": d.get("signal") or "",
+                    "errorLine": d.get("error_line") or "", "logTail": d.get("log_tail") or "",
+                    "workerLogLink": fmt.log_link(d["host"], sup.get("logviewer_port"), topo.details["id"], d["port"])})
     return out
 
 
@@ -353,6 +381,10 @@ def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sy
             ":inputs": [{":component": c, ":stream": s, ":sani-stream": _UNSAFE_STREAM.sub("_", s),
                          ":grouping": g} for c, s, g in inputs],
         }
+    # Beyond Storm's answer: where the page draws each node (a layered layout, daemons/ui/layout.py).
+    positions = layered_layout(out, [(i[":component"], cid) for cid, node in out.items() for i in node[":inputs"]])
+    for cid, (layer, row) in positions.items():
+        out[cid][":layer"], out[cid][":row"] = layer, row
     return out
 
 

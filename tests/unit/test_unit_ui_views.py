@@ -247,3 +247,31 @@ def test_metrics_have_every_family_with_its_labels():
 def test_metrics_when_nimbus_is_down_say_only_that():
     fams = _parsed(metrics.families(None, []))
     assert list(fams) == ["storm_nimbus_up"] and fams["storm_nimbus_up"].samples[0].value == 0
+
+
+def test_visualization_places_each_node_in_a_layer():
+    vis = views.visualization(details(), include_sys=True)
+    assert (vis["spout"][":layer"], vis["spout"][":row"]) == (0, 0)
+    assert vis["split"][":layer"] == 1 and vis["__acker"][":layer"] == 2
+
+
+def test_supervisor_detail_lists_every_slot_with_its_restarts():
+    sup = dict(cluster_info()["supervisors"][0], worker_restarts=[["wc-1-1000", 6700, 3]])
+    slots = views.supervisor_detail(sup, [details()])["slots"]
+    assert [s["port"] for s in slots] == [6700, 6701, 6702, 6703]
+    assert slots[0] == {"port": 6700, "used": True, "topologyId": "wc-1-1000", "topologyName": "wc", "restarts": 3}
+    assert slots[1] == {"port": 6701, "used": False, "topologyId": "", "topologyName": "", "restarts": 0}
+
+
+def test_component_answer_shows_the_workers_that_died_on_its_slots():
+    d = details()
+    death = {"supervisor": "sup-1", "host": "h1", "port": 6700, "time_secs": 1060, "reason": "worker w1 on port 6700 exited",
+             "exit_code": None, "signal": "SIGKILL", "error_line": "", "log_tail": "last words\n"}
+    elsewhere = dict(death, port=6701)
+    d["worker_deaths"] = [death, elsewhere]
+    dead = views.component_detail(d, "split")["deadWorkers"]
+    assert dead == [{"host": "h1", "port": 6700, "supervisorId": "sup-1", "timeSecs": 1060, "lapsedSecs": 5,
+                     "reason": "worker w1 on port 6700 exited", "exitCode": None, "signal": "SIGKILL",
+                     "errorLine": "", "logTail": "last words\n",
+                     "workerLogLink": "http://h1:8000/log?file=wc-1-1000%2F6700%2Fworker.log"}]
+    assert views.component_detail(details(), "split")["deadWorkers"] == []
