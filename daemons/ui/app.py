@@ -1,4 +1,5 @@
-"""The UI's HTTP routes (Flask): Storm's REST API under /api/v1 and Prometheus /metrics.
+"""The UI's HTTP routes (Flask): the web pages at / (static files that read the REST API),
+Storm's REST API under /api/v1 and Prometheus /metrics.
 
 Each route asks Nimbus (through `NimbusCalls`) and shapes the answer with daemons/ui/views.py.
 Errors are Storm's body `{"error": SHORT, "errorMessage": LONGER}`: an unknown topology or
@@ -11,9 +12,10 @@ from __future__ import annotations
 import hmac
 import logging
 import math
+from pathlib import Path
 from typing import Any, Mapping
 
-from flask import Flask, Response, request
+from flask import Flask, Response, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
 from daemons.http_server import error_response, json_response
@@ -46,8 +48,14 @@ def _remote_error(exc: Exception) -> ApiError:
     return ApiError(500, "Nimbus error", str(exc))
 
 
+STATIC = Path(__file__).with_name("static")
+PAGES = ("index.html", "topology.html", "component.html", "supervisor.html")
+
+
 def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nimbus_port: int) -> Flask:
-    app = Flask("storm-py-ui")
+    app = Flask("storm-py-ui", static_folder=str(STATIC), static_url_path="/static")
+    # The pages poll the API; a browser must not keep yesterday's script after an upgrade.
+    app.config["SEND_FILE_MAX_AGE_DEFAULT"] = 0
     secret = conf.get("nimbus.authentication.secret") or None
     logviewer_port = int(conf.get("logviewer.port") or 0) or None
 
@@ -71,6 +79,14 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
     def _internal(exc: Exception):
         log.error("%s %s failed", request.method, request.path, exc_info=exc)
         return error_response(500, "Internal error", f"{type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ the web pages
+    @app.get("/")
+    @app.get("/<page>")
+    def page(page: str = "index.html"):
+        if page not in PAGES:
+            raise ApiError(404, "Not found", f"no page {page!r}; the pages are {', '.join(PAGES)}")
+        return send_from_directory(STATIC, page, mimetype="text/html")
 
     # ------------------------------------------------------------------ cluster
     @app.get(f"{API}/cluster/configuration")

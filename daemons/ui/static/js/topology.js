@@ -1,0 +1,130 @@
+// The topology page: status and actions, the diagnosis of a stalled topology, stats per window,
+// the graph, spouts and bolts (capacity highlighted), workers with log links, last errors and
+// the configuration.
+import { get, param, poll } from "./api.js";
+import { topologyActions } from "./actions.js";
+import {
+  ago, capacityClass, componentHref, el, keyValueTable, link, logLink, renderTable, setText,
+  statusBadge, supervisorHref,
+} from "./dom.js";
+import { drawGraph } from "./graph.js";
+
+const id = param("id");
+const windowSelect = document.getElementById("window");
+const sysBox = document.getElementById("sys");
+windowSelect.value = param("window") || ":all-time";
+sysBox.checked = param("sys") === "1";
+
+function query() {
+  return `window=${encodeURIComponent(windowSelect.value)}&sys=${sysBox.checked ? 1 : 0}`;
+}
+
+let lastStatus = null;
+
+async function render() {
+  if (!id) throw new Error("the page needs ?id=TOPOLOGY_ID");
+  const enc = encodeURIComponent(id);
+  const [t, vis] = await Promise.all([get(`/topology/${enc}?${query()}`), get(`/topology/${enc}/visualization?${query()}`)]);
+  document.title = `storm-py UI: ${t.name}`;
+  setText("name", t.name);
+  document.getElementById("status").replaceChildren(statusBadge(t.status));
+  if (t.status !== lastStatus) {
+    lastStatus = t.status;
+    document.getElementById("actions").replaceChildren(...topologyActions(t, done));
+  }
+  const diagnosis = document.getElementById("diagnosis");
+  diagnosis.hidden = !t.diagnosis.length;
+  diagnosis.replaceChildren(el("strong", {}, "What holds it back:"), el("ul", {}, t.diagnosis.map((d) => el("li", {}, d))));
+  renderTable(document.getElementById("summary"), [
+    { title: "Id", value: (r) => r.id },
+    { title: "Owner", value: (r) => r.owner },
+    { title: "Status", value: (r) => r.status },
+    { title: "Uptime", value: (r) => r.uptime },
+    { title: "Workers", value: (r) => `${r.workersTotal} of ${r.requestedWorkers}` },
+    { title: "Executors", value: (r) => r.executorsTotal },
+    { title: "Tasks", value: (r) => r.tasksTotal },
+    { title: "Message timeout", value: (r) => `${r.msgTimeout}s` },
+    { title: "Worker restarts", value: (r) => r.workerRestarts.reduce((n, w) => n + w.restarts, 0), cls: (r) => (r.workerRestarts.length ? "warm" : undefined) },
+  ], [t]);
+  renderTable(document.getElementById("stats"), [
+    { title: "Window", value: (w) => w.windowPretty },
+    { title: "Emitted", value: (w) => w.emitted },
+    { title: "Transferred", value: (w) => w.transferred },
+    { title: "Complete latency (ms)", value: (w) => w.completeLatency },
+    { title: "Acked", value: (w) => w.acked },
+    { title: "Failed", value: (w) => w.failed },
+  ], t.topologyStats);
+  drawGraph(document.getElementById("graph"), t.id, vis);
+  const errorCell = (r) => r.lastError;
+  renderTable(document.getElementById("spouts"), [
+    { title: "Id", value: (s) => link(componentHref(t.id, s.spoutId), s.spoutId) },
+    { title: "Executors", value: (s) => s.executors },
+    { title: "Tasks", value: (s) => s.tasks },
+    { title: "Emitted", value: (s) => s.emitted },
+    { title: "Transferred", value: (s) => s.transferred },
+    { title: "Complete latency (ms)", value: (s) => s.completeLatency },
+    { title: "Acked", value: (s) => s.acked },
+    { title: "Failed", value: (s) => s.failed },
+    { title: "Last error", value: errorCell, cls: () => "error" },
+  ], t.spouts, "no spouts");
+  renderTable(document.getElementById("bolts"), [
+    { title: "Id", value: (b) => link(componentHref(t.id, b.boltId), b.boltId) },
+    { title: "Executors", value: (b) => b.executors },
+    { title: "Tasks", value: (b) => b.tasks },
+    { title: "Emitted", value: (b) => b.emitted },
+    { title: "Transferred", value: (b) => b.transferred },
+    { title: "Capacity", value: (b) => b.capacity, cls: (b) => capacityClass(b.capacity), tip: "share of the window the executors spent executing; near 1 the bolt is the bottleneck" },
+    { title: "Execute latency (ms)", value: (b) => b.executeLatency },
+    { title: "Executed", value: (b) => b.executed },
+    { title: "Process latency (ms)", value: (b) => b.processLatency },
+    { title: "Acked", value: (b) => b.acked },
+    { title: "Failed", value: (b) => b.failed },
+    { title: "Back-pressure", value: (b) => (vis[b.boltId] && vis[b.boltId][":backpressure"] ? "ON" : ""), cls: (b) => (vis[b.boltId] && vis[b.boltId][":backpressure"] ? "hot" : undefined) },
+    { title: "Last error", value: errorCell, cls: () => "error" },
+  ], t.bolts, "no bolts");
+  renderTable(document.getElementById("workers"), [
+    { title: "Host", value: (w) => w.host },
+    { title: "Port", value: (w) => w.port, raw: true },
+    { title: "Supervisor", value: (w) => link(supervisorHref(w.supervisorId), w.supervisorId) },
+    { title: "Uptime", value: (w) => w.uptime },
+    { title: "Executors", value: (w) => w.executorsTotal },
+    { title: "Components", value: (w) => Object.entries(w.componentNumTasks).map(([c, n]) => `${c} (${n})`).join(", ") },
+    { title: "Alive", value: (w) => (w.alive ? "yes" : "no"), cls: (w) => (w.alive ? undefined : "hot") },
+    { title: "Log", value: (w) => logLink(w.workerLogLink) },
+  ], t.workers, "no workers assigned");
+  const errors = [...t.spouts.map((s) => [s.spoutId, s]), ...t.bolts.map((b) => [b.boltId, b])]
+    .filter(([, r]) => r.lastError);
+  renderTable(document.getElementById("errors"), [
+    { title: "Component", value: ([c]) => link(componentHref(t.id, c), c) },
+    { title: "Host", value: ([, r]) => r.errorHost },
+    { title: "Port", value: ([, r]) => r.errorPort, raw: true },
+    { title: "When", value: ([, r]) => ago(r.errorLapsedSecs) },
+    { title: "Error", value: ([, r]) => r.lastError, cls: () => "error" },
+    { title: "Log", value: ([, r]) => logLink(r.errorWorkerLogLink) },
+  ], errors, "no errors reported");
+  keyValueTable(document.getElementById("configuration"),
+    Object.entries(t.configuration).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, JSON.stringify(v)]));
+}
+
+function done(op, answer) {
+  const note = document.getElementById("action-result");
+  note.hidden = false;
+  note.textContent = `${op}: ${answer.status}`;
+  if (op === "kill") {
+    window.location.href = "index.html";
+    return;
+  }
+  lastStatus = null;
+  poller.refresh();
+}
+
+const poller = poll(render);
+const reload = () => {
+  const url = new URL(window.location.href);
+  url.searchParams.set("window", windowSelect.value);
+  url.searchParams.set("sys", sysBox.checked ? "1" : "0");
+  window.history.replaceState(null, "", url);
+  poller.refresh();
+};
+windowSelect.addEventListener("change", reload);
+sysBox.addEventListener("change", reload);
