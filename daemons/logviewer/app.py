@@ -62,7 +62,7 @@ def make_app(log_dir: Path) -> Flask:
                           link("next", page.next_start), link("last", last if page.next_start is not None else None),
                           f'<a href="/download?{urlencode({"file": name})}">download</a>'])
         text = html.escape(page.data.decode("utf-8", errors="replace"))
-        body = (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(name)}</title></head>"
+        body = (f"<!doctype html><html><head><meta charset=utf-8><link rel=icon href='data:,'><title>{html.escape(name)}</title></head>"
                 f"<body><h1>{html.escape(name)}</h1><p>bytes {page.start}-{page.start + len(page.data)} of "
                 f"{page.size}</p><p>{nav}</p><pre id=log>{text}</pre><p>{nav}</p></body></html>")
         return Response(body, mimetype="text/html")

@@ -1,0 +1,340 @@
+"""The web UI in a real headless Chromium, on a dev cluster (ZooKeeper, Nimbus, two supervisors
+with their logviewers, worker processes, the UI daemon) running the word count into its Spark
+table, secured with nimbus.authentication.secret: each page loads with no console error, the
+tables show the topology's components with figures that grow without a reload, the graph has
+one node per component and stays readable with 30 components, deactivate/activate through the
+page's buttons (the secret asked once, a wrong one refused with the 403's message) change
+`storm-py list`, a log link opens the worker's log through the logviewer, a killed worker's last
+words show on its component's page, and a banner covers a Nimbus outage. Screenshots of the
+pages are saved in the test's temporary dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from urllib.parse import unquote
+
+import psutil
+import pytest
+from devcluster_helpers import ROOT, processes_under, storm_py
+from headless_chromium import chromium, console_errors, require_chromium, screenshot
+from testutil import wait_until
+from ui_http import get
+
+from daemons.devcluster import DevCluster
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow,
+              pytest.mark.spark, pytest.mark.browser]
+
+if shutil.which("java") is None:
+    pytest.skip("dev-cluster needs Java and the Debian zookeeper package", allow_module_level=True)
+require_chromium()
+
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402  (selenium: a test extra)
+from selenium.webdriver.common.by import By  # noqa: E402
+
+SECRET = "pages-test-secret"
+CONF = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
+        "supervisor.heartbeat.frequency.secs": 1, "nimbus.thrift.timeout": 3,
+        "nimbus.authentication.secret": SECRET}
+WORD_COUNT = ROOT / "examples" / "word_count" / "topology.py"
+THIRTY = ROOT / "tests" / "devcluster" / "topologies" / "thirty" / "topology.py"
+WC_COMPONENTS = {"sentences", "split", "count", "store"}
+
+
+def submit(dev: DevCluster, file, name: str, *conf: str) -> str:
+    args = [a for kv in conf for a in ("-c", kv)]
+    out = storm_py("jar", "submit", str(file), "--name", name, *args, conf_dir=dev.conf_dir, timeout=120)
+    return next(ln for ln in out.stdout.splitlines() if ln.startswith(f"submitted topology {name} as ")).rsplit(" ", 1)[1]
+
+
+def status_in_list(dev: DevCluster, name: str) -> str | None:
+    out = storm_py("list", conf_dir=dev.conf_dir)
+    rows = [ln.split() for ln in out.stdout.splitlines()[1:]]
+    return next((r[2] for r in rows if r and r[0] == name), None)
+
+
+def acked(base: str, storm_id: str) -> int:
+    return sum(s["acked"] for s in get(base, f"/api/v1/topology/{storm_id}")["spouts"])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    base = tmp_path_factory.mktemp("pages") / "dev"
+    dev = DevCluster(base, supervisors=2, slots=2, user_conf=CONF)
+    try:
+        dev.start()
+        table = base.parent / "word-count-table"
+        ids = {"wc": submit(dev, WORD_COUNT, "wc", f"wordcount.table={table}", "topology.workers=2"),
+               "thirty": submit(dev, THIRTY, "thirty")}
+        # The sink's Spark starts in a worker before the first sentence is acked.
+        wait_until(lambda: acked(dev.ui_url, ids["wc"]) > 0, timeout=180, interval=1,
+                   message="the word count's first acked sentences (as the UI reports them)")
+        yield dev, ids
+    finally:
+        dev.stop()
+        left = processes_under(base)
+        assert not left, f"processes left behind: {[p.pid for p in left]}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def load(driver, url: str, ready_css: str, timeout: float = 30):
+    """Open the page and wait until the first answer has been drawn (`ready_css` present). The
+    console so far was checked by the test that made it; it starts empty for this page."""
+    console_errors(driver)
+    driver.get(url)
+    driver.execute_script("window.__loaded_once = true")  # gone if the page reloads
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, ready_css), timeout=timeout, interval=0.2,
+               message=lambda: f"{ready_css} on {url}; console: {console_errors(driver)}")
+
+
+def cells(driver, table_id: str) -> dict[str, list[str]]:
+    """First-column text -> the row's cells, of the table in #table_id (read in one script: the
+    page redraws its tables on every poll, so element handles go stale)."""
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(tr => [...tr.cells].map(td => td.innerText.trim()))",
+        f"#{table_id} tbody tr")
+    return {row[0]: row for row in rows if row and not (len(row) == 1 and row[0] in ("none", ""))}
+
+
+def header_index(driver, table_id: str, title: str) -> int:
+    heads = driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(th => th.innerText.trim())", f"#{table_id} thead th")
+    return heads.index(title)
+
+
+def read_all(driver, css: str, expr: str = "e.textContent") -> list:
+    """`expr` of every element matching `css`, read in one script (no stale handles)."""
+    return driver.execute_script(f"return [...document.querySelectorAll(arguments[0])].map(e => {expr})", css)
+
+
+def click(driver, css: str) -> None:
+    """Click the element, again if a redraw replaced it between finding and clicking."""
+    def attempt():
+        driver.find_element(By.CSS_SELECTOR, css).click()
+        return True
+    wait_until(attempt, timeout=10, interval=0.2, tolerate=(StaleElementReferenceException,),
+               message=f"a click on {css}")
+
+
+def count(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def assert_no_console_error(driver):
+    errors = console_errors(driver)
+    assert not errors, f"console errors on {driver.current_url}: {errors}"
+
+
+def test_cluster_page(cluster, browser, shots):
+    dev, ids = cluster
+    load(browser, dev.ui_url + "/", "#topologies tbody a")
+    names = cells(browser, "topologies")
+    assert {"wc", "thirty"} <= set(names), names
+    assert names["wc"][1] == ids["wc"] and names["wc"][3] == "ACTIVE"
+    assert len(cells(browser, "supervisors")) == 2
+    assert cells(browser, "nimbus")
+    assert_no_console_error(browser)
+    screenshot(browser, shots / "ui-cluster.png")
+
+
+def test_topology_page_figures_grow_without_a_reload(cluster, browser, shots):
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a")
+    spouts, bolts = cells(browser, "spouts"), cells(browser, "bolts")
+    assert set(spouts) | set(bolts) == WC_COMPONENTS, (spouts, bolts)
+    col = header_index(browser, "spouts", "Acked")
+    first = count(spouts["sentences"][col])
+    executed = header_index(browser, "bolts", "Executed")
+    first_split = count(bolts["split"][executed])
+    wait_until(lambda: count(cells(browser, "spouts")["sentences"][col]) > first, timeout=60, interval=0.5,
+               message="the spout's acked count to grow on the page")
+    wait_until(lambda: count(cells(browser, "bolts")["split"][executed]) > first_split, timeout=60, interval=0.5,
+               message="split's executed count to grow on the page")
+    assert browser.execute_script("return window.__loaded_once === true"), "the page reloaded itself"
+    # Capacity cells are figures with three decimals; the workers table links to the logviewer.
+    capacity = header_index(browser, "bolts", "Capacity")
+    assert all(float(row[capacity]) >= 0 for row in cells(browser, "bolts").values())
+    links = read_all(browser, "#workers a.log-link", "e.href")
+    assert links and all("/log?file=" in href for href in links), links
+    assert sorted(read_all(browser, "#graph a.node", "e.dataset.id")) == sorted(WC_COMPONENTS)
+    labels = read_all(browser, "#graph .edge text")
+    assert "default · fields" in labels, labels
+    assert_no_console_error(browser)
+    screenshot(browser, shots / "ui-topology.png")
+
+
+def test_graph_click_opens_the_component_page(cluster, browser):
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#graph a.node")
+    click(browser, '#graph a.node[data-id="count"]')
+    wait_until(lambda: "component.html" in browser.current_url and browser.find_elements(
+        By.CSS_SELECTOR, "#executors tbody tr td"), timeout=30, interval=0.2, message="count's component page")
+    assert "id=count" in browser.current_url
+    assert_no_console_error(browser)
+
+
+def test_graph_of_thirty_components_is_layered_and_readable(cluster, browser, shots):
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['thirty']}", "#graph a.node")
+    boxes = browser.execute_script("""
+        return [...document.querySelectorAll('#graph a.node')].map(a => {
+            const r = a.querySelector('rect').getBBox(), t = a.querySelector('text').getBBox();
+            return {id: a.dataset.id, x: r.x, y: r.y, w: r.width, h: r.height, tw: t.width};
+        });""")
+    assert len(boxes) == 30
+    for b in boxes:
+        assert b["tw"] <= b["w"], f"{b['id']}'s label is wider than its box"
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a["x"] + a["w"] <= b["x"] or b["x"] + b["w"] <= a["x"] or \
+                a["y"] + a["h"] <= b["y"] or b["y"] + b["h"] <= a["y"]
+            assert apart, f"{a['id']} overlaps {b['id']}"
+    # Layered: every subscription goes left to right, one column per layer.
+    x = {b["id"]: b["x"] for b in boxes}
+    edges = browser.execute_script("return [...document.querySelectorAll('#graph .edge')]"
+                                   ".map(g => [g.dataset.from, g.dataset.to])")
+    assert len(edges) == 27 + 13  # every bolt's first input, and a second for every other bolt
+    assert all(x[src] < x[dst] for src, dst in edges)
+    assert len(set(x.values())) == 6
+    assert_no_console_error(browser)
+    screenshot(browser, shots / "ui-graph-30.png")
+
+
+def test_component_page_log_link_opens_the_workers_log(cluster, browser, shots):
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/component.html?topology_id={ids['wc']}&id=split", "#executors tbody a.log-link")
+    rows = cells(browser, "executors")
+    assert len(rows) == 2
+    port = header_index(browser, "executors", "Port")
+    assert all(row[port].isdigit() for row in rows.values())
+    inputs = cells(browser, "inputs")
+    assert "sentences" in inputs, inputs
+    assert "default" in cells(browser, "outputs")
+    assert_no_console_error(browser)
+    screenshot(browser, shots / "ui-component.png")
+    href = read_all(browser, "#executors tbody a.log-link", "e.href")[0]
+    assert href.startswith("http://127.0.0.1:") and "/log?file=" in href
+    ports = [v.extra["port"] for v in dev.logviewers]
+    assert any(href.startswith(f"http://127.0.0.1:{p}/") for p in ports), (href, ports)
+    browser.get(href)
+    shown = wait_until(lambda: read_all(browser, "pre#log", "e.textContent"), timeout=30, interval=0.5,
+                       message=f"the worker log at {href}")[0]
+    name = unquote(href.split("file=", 1)[1].split("&")[0])
+    on_disk = [p.read_text(errors="replace") for p in dev.log_dir.glob(f"*/workers-artifacts/{name}")]
+    assert shown.strip() and any(shown[:300] in text for text in on_disk), (name, shown[:300])
+    assert_no_console_error(browser)
+
+
+def test_supervisor_page(cluster, browser):
+    dev, ids = cluster
+    sup = next(s for s in get(dev.ui_url, "/api/v1/supervisor/summary")["supervisors"] if s["slotsUsed"])
+    load(browser, f"{dev.ui_url}/supervisor.html?id={sup['id']}", "#slots tbody tr td")
+    slots = cells(browser, "slots")
+    assert len(slots) == 2 and any(row[1] in ("wc", "thirty") for row in slots.values()), slots
+    assert cells(browser, "workers")
+    assert_no_console_error(browser)
+
+
+def _confirm_dialog(browser):
+    return wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog#confirm[open]"), timeout=10,
+                      interval=0.1, message="the confirmation dialog")[0]
+
+
+def test_deactivate_and_activate_through_the_buttons(cluster, browser):
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])")
+    browser.find_element(By.ID, "action-deactivate").click()
+    dialog = _confirm_dialog(browser)
+    secret = dialog.find_element(By.ID, "confirm-secret")
+    assert secret.is_displayed(), "the page must ask for the cluster's secret before the first action"
+    secret.send_keys("not-the-secret")
+    dialog.find_element(By.ID, "confirm-ok").click()
+    refusal = wait_until(lambda: [e for e in dialog.find_elements(By.CSS_SELECTOR, ".refusal") if e.is_displayed()],
+                         timeout=15, interval=0.2, message="the 403's message in the dialog")[0]
+    assert "auth" in refusal.text, refusal.text
+    assert status_in_list(dev, "wc") == "ACTIVE"
+    # The browser logs the refused request itself; nothing else may be there.
+    assert all("/deactivate" in e and "403" in e for e in console_errors(browser))
+    secret.send_keys(SECRET)
+    dialog.find_element(By.ID, "confirm-ok").click()
+    wait_until(lambda: status_in_list(dev, "wc") == "INACTIVE", timeout=30, interval=0.5,
+               message="storm-py list to show wc INACTIVE after the page's Deactivate")
+    wait_until(lambda: browser.find_element(By.ID, "status").text == "INACTIVE", timeout=20, interval=0.2,
+               message="the page's status to follow")
+    browser.find_element(By.ID, "action-activate").click()
+    dialog = _confirm_dialog(browser)
+    assert not dialog.find_element(By.ID, "confirm-secret").is_displayed(), "the secret is asked only once"
+    dialog.find_element(By.ID, "confirm-ok").click()
+    wait_until(lambda: status_in_list(dev, "wc") == "ACTIVE", timeout=30, interval=0.5,
+               message="storm-py list to show wc ACTIVE after the page's Activate")
+    wait_until(lambda: browser.find_element(By.ID, "status").text == "ACTIVE", timeout=20, interval=0.2,
+               message="the page's status to follow")
+    assert_no_console_error(browser)
+
+
+def _worker_of(dev: DevCluster, storm_id: str) -> psutil.Process:
+    for proc in processes_under(dev.base_dir):
+        try:
+            cmd = proc.cmdline()
+        except psutil.Error:
+            continue
+        if "executor.worker_main" in cmd and storm_id in cmd:
+            return proc
+    raise AssertionError(f"no worker process of {storm_id}")
+
+
+def test_a_killed_workers_last_words_show_on_its_component_page(cluster, browser):
+    dev, ids = cluster
+    worker = _worker_of(dev, ids["thirty"])
+    os.kill(worker.pid, signal.SIGKILL)
+    load(browser, f"{dev.ui_url}/component.html?topology_id={ids['thirty']}&id=spout-1", "#executors tbody tr td")
+    notice = wait_until(lambda: read_all(browser, "#dead-workers .dead-worker", "e.innerText"), timeout=60,
+                        interval=0.5, message="the dead worker's notice on the component page")[0]
+    assert "SIGKILL" in notice and "exited" in notice, notice
+    tails = read_all(browser, "#dead-workers .dead-worker pre.log", "e.textContent")
+    assert tails and tails[0].strip(), "the log's last lines"
+    assert_no_console_error(browser)
+
+
+@pytest.fixture(scope="module")
+def outage_on_the_page(cluster, browser):
+    """What the topology page showed while Nimbus was down and once it was back. A module
+    fixture: the restarted Nimbus belongs to the cluster (the fixture's), not to a test."""
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a")
+    seen = {"before": browser.find_element(By.ID, "banner").is_displayed()}
+    dev.stop_nimbus(kill=True)
+    try:
+        wait_until(lambda: browser.find_element(By.ID, "banner").is_displayed(), timeout=30, interval=0.2,
+                   message="the outage banner")
+        seen["during"] = browser.find_element(By.ID, "banner").text
+        seen["figures during"] = cells(browser, "spouts")
+    finally:
+        dev.start_nimbus_again()
+    wait_until(lambda: not browser.find_element(By.ID, "banner").is_displayed(), timeout=90, interval=0.5,
+               message="the banner to go once Nimbus is back")
+    seen["reloaded"] = not browser.execute_script("return window.__loaded_once === true")
+    seen["console"] = console_errors(browser)
+    return seen
+
+
+def test_a_banner_covers_a_nimbus_outage(outage_on_the_page):
+    seen = outage_on_the_page
+    assert seen["before"] is False
+    assert "Nimbus is not answering" in seen["during"], seen["during"]
+    assert "sentences" in seen["figures during"], "the last figures stay on the page"
+    assert not seen["reloaded"], "the page reloaded itself"
+    # The outage's failed requests (503) are the only console errors allowed here.
+    assert all("503" in e for e in seen["console"]), seen["console"]
