@@ -244,14 +244,25 @@ class ProcessLauncher:
 
     def alive(self, record: WorkerRecord) -> bool:
         popen = self._popens.get(record.worker_id)
+        if popen is not None and self._reaped(record.worker_id, popen.poll()):
+            return False  # our child: reaped, so it is not a zombie that looks alive
+        if record_status(record) is ProcessStatus.ALIVE:
+            return True
         if popen is not None:
-            code = popen.poll()  # our child: reap it, so it is not a zombie that looks alive
-            if code is not None:
-                log.info("worker %s (pid %s) exited with code %s", record.worker_id, popen.pid, code)
-                del self._popens[record.worker_id]
-                self._exits[record.worker_id] = code
-                return False
-        return record_status(record) is ProcessStatus.ALIVE
+            # It exited between poll() and the status check: collect its exit status now.
+            try:
+                self._reaped(record.worker_id, popen.wait(timeout=1.0))
+            except subprocess.TimeoutExpired:
+                pass
+        return False
+
+    def _reaped(self, worker_id: str, code: int | None) -> bool:
+        if code is None:
+            return False
+        popen = self._popens.pop(worker_id)
+        log.info("worker %s (pid %s) exited with code %s", worker_id, popen.pid, code)
+        self._exits[worker_id] = code
+        return True
 
     def signal(self, record: WorkerRecord, sig: signal.Signals) -> bool:
         return signal_worker(record, sig)

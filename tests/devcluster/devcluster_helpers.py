@@ -111,3 +111,18 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def submit(conf_dir: Path, file: Path, name: str, *conf: str, timeout: float = 120) -> str:
+    """`storm-py jar submit FILE --name NAME [-c KEY=VALUE ...]`; returns the topology id."""
+    args = [a for kv in conf for a in ("-c", kv)]
+    out = storm_py("jar", "submit", str(file), "--name", name, *args, conf_dir=conf_dir, timeout=timeout)
+    prefix = f"submitted topology {name} as "
+    return next(ln for ln in out.stdout.splitlines() if ln.startswith(prefix)).rsplit(" ", 1)[1]
+
+
+def status_in_list(conf_dir: Path, name: str) -> str | None:
+    """The STATUS column of `storm-py list` for the topology NAME (None when not listed)."""
+    out = storm_py("list", conf_dir=conf_dir)
+    rows = [ln.split() for ln in out.stdout.splitlines()[1:]]
+    return next((r[2] for r in rows if r and r[0] == name), None)

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 import psutil
 import pytest
-from devcluster_helpers import ROOT, processes_under, storm_py
+from devcluster_helpers import ROOT, processes_under, status_in_list, submit
 from headless_chromium import chromium, console_errors, require_chromium, screenshot
 from testutil import wait_until
 from ui_http import get
@@ -43,18 +43,6 @@ THIRTY = ROOT / "tests" / "devcluster" / "topologies" / "thirty" / "topology.py"
 WC_COMPONENTS = {"sentences", "split", "count", "store"}
 
 
-def submit(dev: DevCluster, file, name: str, *conf: str) -> str:
-    args = [a for kv in conf for a in ("-c", kv)]
-    out = storm_py("jar", "submit", str(file), "--name", name, *args, conf_dir=dev.conf_dir, timeout=120)
-    return next(ln for ln in out.stdout.splitlines() if ln.startswith(f"submitted topology {name} as ")).rsplit(" ", 1)[1]
-
-
-def status_in_list(dev: DevCluster, name: str) -> str | None:
-    out = storm_py("list", conf_dir=dev.conf_dir)
-    rows = [ln.split() for ln in out.stdout.splitlines()[1:]]
-    return next((r[2] for r in rows if r and r[0] == name), None)
-
-
 def acked(base: str, storm_id: str) -> int:
     return sum(s["acked"] for s in get(base, f"/api/v1/topology/{storm_id}")["spouts"])
 
@@ -66,8 +54,8 @@ def cluster(tmp_path_factory):
     try:
         dev.start()
         table = base.parent / "word-count-table"
-        ids = {"wc": submit(dev, WORD_COUNT, "wc", f"wordcount.table={table}", "topology.workers=2"),
-               "thirty": submit(dev, THIRTY, "thirty")}
+        ids = {"wc": submit(dev.conf_dir, WORD_COUNT, "wc", f"wordcount.table={table}", "topology.workers=2"),
+               "thirty": submit(dev.conf_dir, THIRTY, "thirty")}
         # The sink's Spark starts in a worker before the first sentence is acked.
         wait_until(lambda: acked(dev.ui_url, ids["wc"]) > 0, timeout=180, interval=1,
                    message="the word count's first acked sentences (as the UI reports them)")
@@ -264,12 +252,12 @@ def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     refusal = wait_until(lambda: [e for e in dialog.find_elements(By.CSS_SELECTOR, ".refusal") if e.is_displayed()],
                          timeout=15, interval=0.2, message="the 403's message in the dialog")[0]
     assert "auth" in refusal.text, refusal.text
-    assert status_in_list(dev, "wc") == "ACTIVE"
+    assert status_in_list(dev.conf_dir, "wc") == "ACTIVE"
     # The browser logs the refused request itself; nothing else may be there.
     assert all("/deactivate" in e and "403" in e for e in console_errors(browser))
     secret.send_keys(SECRET)
     dialog.find_element(By.ID, "confirm-ok").click()
-    wait_until(lambda: status_in_list(dev, "wc") == "INACTIVE", timeout=30, interval=0.5,
+    wait_until(lambda: status_in_list(dev.conf_dir, "wc") == "INACTIVE", timeout=30, interval=0.5,
                message="storm-py list to show wc INACTIVE after the page's Deactivate")
     wait_until(lambda: browser.find_element(By.ID, "status").text == "INACTIVE", timeout=20, interval=0.2,
                message="the page's status to follow")
@@ -277,7 +265,7 @@ def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     dialog = _confirm_dialog(browser)
     assert not dialog.find_element(By.ID, "confirm-secret").is_displayed(), "the secret is asked only once"
     dialog.find_element(By.ID, "confirm-ok").click()
-    wait_until(lambda: status_in_list(dev, "wc") == "ACTIVE", timeout=30, interval=0.5,
+    wait_until(lambda: status_in_list(dev.conf_dir, "wc") == "ACTIVE", timeout=30, interval=0.5,
                message="storm-py list to show wc ACTIVE after the page's Activate")
     wait_until(lambda: browser.find_element(By.ID, "status").text == "ACTIVE", timeout=20, interval=0.2,
                message="the page's status to follow")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from devcluster_helpers import ROOT, processes_under, storm_py
+from devcluster_helpers import ROOT, processes_under, status_in_list, storm_py, submit
 from prometheus_client.parser import text_string_to_metric_families
 from testutil import wait_until
 from ui_http import get, post, request
@@ -31,17 +31,6 @@ EXCLAMATION = ROOT / "examples" / "exclamation" / "topology.py"
 STALLING = ROOT / "tests" / "devcluster" / "topologies" / "stalling" / "topology.py"
 
 
-def submit(dev: DevCluster, file, name: str) -> str:
-    out = storm_py("jar", "submit", str(file), "--name", name, conf_dir=dev.conf_dir)
-    return next(ln for ln in out.stdout.splitlines() if ln.startswith(f"submitted topology {name} as ")).rsplit(" ", 1)[1]
-
-
-def status_in_list(dev: DevCluster, name: str) -> str | None:
-    out = storm_py("list", conf_dir=dev.conf_dir)
-    rows = [ln.split() for ln in out.stdout.splitlines()[1:]]
-    return next((r[2] for r in rows if r and r[0] == name), None)
-
-
 def spout_emitted(base: str, storm_id: str) -> int:
     return sum(s["emitted"] for s in get(base, f"/api/v1/topology/{storm_id}")["spouts"])
 
@@ -52,7 +41,7 @@ def cluster(tmp_path_factory):
     dev = DevCluster(base, supervisors=2, slots=2, user_conf=CONF)
     try:
         dev.start()
-        ids = {"demo": submit(dev, EXCLAMATION, "demo"), "stuck": submit(dev, STALLING, "stuck")}
+        ids = {"demo": submit(dev.conf_dir, EXCLAMATION, "demo"), "stuck": submit(dev.conf_dir, STALLING, "stuck")}
         for storm_id in ids.values():
             wait_until(lambda s=storm_id: spout_emitted(dev.ui_url, s) > 0, timeout=120, interval=1,
                        message=f"{storm_id}'s spouts to emit (as the UI reports them)")
@@ -120,14 +109,14 @@ def test_actions_need_the_secret_and_change_the_topology_as_the_cli_does(cluster
     assert status == 403 and body["error"] == "auth" and "Authorization: Bearer" in body["errorMessage"]
     status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate", token="wrong")
     assert status == 403 and "wrong" in body["errorMessage"]
-    assert status_in_list(dev, "demo") == "ACTIVE"
+    assert status_in_list(dev.conf_dir, "demo") == "ACTIVE"
     status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate", token=SECRET)
     assert (status, body) == (200, {"topologyOperation": "deactivate", "topologyId": storm_id, "status": "success"})
-    assert status_in_list(dev, "demo") == "INACTIVE"
+    assert status_in_list(dev.conf_dir, "demo") == "INACTIVE"
     reasons = get(base, f"/api/v1/topology/{storm_id}")["diagnosis"]
     assert any("deactivated" in r for r in reasons), reasons
     status, _ = post(base, f"/api/v1/topology/{storm_id}/activate", token=SECRET)
-    assert status == 200 and status_in_list(dev, "demo") == "ACTIVE"
+    assert status == 200 and status_in_list(dev.conf_dir, "demo") == "ACTIVE"
     status, body = post(base, f"/api/v1/topology/{storm_id}/rebalance/0",
                         {"rebalanceOptions": {"numWorkers": 1, "executors": {"exclaim1": "2"}}}, token=SECRET)
     assert status == 200 and body["topologyOperation"] == "rebalance"
@@ -136,10 +125,10 @@ def test_actions_need_the_secret_and_change_the_topology_as_the_cli_does(cluster
                message="the rebalance to one worker")
     assert next(b for b in get(base, f"/api/v1/topology/{storm_id}")["bolts"]
                 if b["boltId"] == "exclaim1")["executors"] == 2
-    victim = submit(dev, EXCLAMATION, "victim")
+    victim = submit(dev.conf_dir, EXCLAMATION, "victim")
     status, body = post(base, f"/api/v1/topology/{victim}/kill/0", token=SECRET)
     assert (status, body["topologyOperation"]) == (200, "kill")
-    wait_until(lambda: status_in_list(dev, "victim") is None, timeout=60, interval=0.5,
+    wait_until(lambda: status_in_list(dev.conf_dir, "victim") is None, timeout=60, interval=0.5,
                message="the killed topology gone from storm-py list")
 
 
