@@ -33,6 +33,7 @@ require_chromium()
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402  (selenium: a test extra)
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 SECRET = "pages-test-secret"
 CONF = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
@@ -170,6 +171,11 @@ def test_graph_click_opens_the_component_page(cluster, browser):
     wait_until(lambda: "component.html" in browser.current_url and browser.find_elements(
         By.CSS_SELECTOR, "#executors tbody tr td"), timeout=30, interval=0.2, message="count's component page")
     assert "id=count" in browser.current_url
+    # The window selector keeps its choice in the URL and asks for that window.
+    Select(browser.find_element(By.ID, "window")).select_by_value("600")
+    wait_until(lambda: "window=600" in browser.current_url, timeout=10, interval=0.2, message="window=600 in the URL")
+    wait_until(lambda: read_all(browser, "#executors tbody tr td"), timeout=30, interval=0.2,
+               message="the executors of the 10-minute window")
     assert_no_console_error(browser)
 
 

@@ -1,21 +1,18 @@
 // The component page: stats per window, per-stream input and output stats, executors with host,
 // port and log link, errors with time, host and port, and the last words of workers that died.
 import { get, param, poll } from "./api.js";
+import { onStatsChange, statsQuery } from "./controls.js";
 import {
   ago, capacityClass, el, errorTime, logLink, renderTable, setText, statusBadge, topologyHref,
 } from "./dom.js";
 
 const topologyId = param("topology_id");
 const id = param("id");
-const windowSelect = document.getElementById("window");
-const sysBox = document.getElementById("sys");
-windowSelect.value = param("window") || ":all-time";
-sysBox.checked = param("sys") === "1";
 document.getElementById("topology-link").href = topologyHref(topologyId || "");
 
 async function render() {
   if (!topologyId || !id) throw new Error("the page needs ?topology_id=TOPOLOGY_ID&id=COMPONENT");
-  const q = `window=${encodeURIComponent(windowSelect.value)}&sys=${sysBox.checked ? 1 : 0}`;
+  const q = statsQuery();
   const c = await get(`/topology/${encodeURIComponent(topologyId)}/component/${encodeURIComponent(id)}?${q}`);
   const spout = c.componentType === "spout";
   document.title = `storm-py UI: ${c.name} / ${c.id}`;
@@ -102,12 +99,4 @@ function renderDeadWorkers(deaths) {
 }
 
 const poller = poll(render);
-const reload = () => {
-  const url = new URL(window.location.href);
-  url.searchParams.set("window", windowSelect.value);
-  url.searchParams.set("sys", sysBox.checked ? "1" : "0");
-  window.history.replaceState(null, "", url);
-  poller.refresh();
-};
-windowSelect.addEventListener("change", reload);
-sysBox.addEventListener("change", reload);
+onStatsChange(poller);

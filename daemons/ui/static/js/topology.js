@@ -3,6 +3,7 @@
 // the configuration.
 import { get, param, poll } from "./api.js";
 import { topologyActions } from "./actions.js";
+import { onStatsChange, statsQuery } from "./controls.js";
 import {
   ago, capacityClass, componentHref, el, keyValueTable, link, logLink, renderTable, setText,
   statusBadge, supervisorHref,
@@ -10,21 +11,13 @@ import {
 import { drawGraph } from "./graph.js";
 
 const id = param("id");
-const windowSelect = document.getElementById("window");
-const sysBox = document.getElementById("sys");
-windowSelect.value = param("window") || ":all-time";
-sysBox.checked = param("sys") === "1";
-
-function query() {
-  return `window=${encodeURIComponent(windowSelect.value)}&sys=${sysBox.checked ? 1 : 0}`;
-}
 
 let lastStatus = null;
 
 async function render() {
   if (!id) throw new Error("the page needs ?id=TOPOLOGY_ID");
   const enc = encodeURIComponent(id);
-  const [t, vis] = await Promise.all([get(`/topology/${enc}?${query()}`), get(`/topology/${enc}/visualization?${query()}`)]);
+  const [t, vis] = await Promise.all([get(`/topology/${enc}?${statsQuery()}`), get(`/topology/${enc}/visualization?${statsQuery()}`)]);
   document.title = `storm-py UI: ${t.name}`;
   setText("name", t.name);
   document.getElementById("status").replaceChildren(statusBadge(t.status));
@@ -119,12 +112,4 @@ function done(op, answer) {
 }
 
 const poller = poll(render);
-const reload = () => {
-  const url = new URL(window.location.href);
-  url.searchParams.set("window", windowSelect.value);
-  url.searchParams.set("sys", sysBox.checked ? "1" : "0");
-  window.history.replaceState(null, "", url);
-  poller.refresh();
-};
-windowSelect.addEventListener("change", reload);
-sysBox.addEventListener("change", reload);
+onStatsChange(poller);
