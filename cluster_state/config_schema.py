@@ -258,6 +258,11 @@ SCHEMA: dict[str, Rule] = {
     "topology.error.throttle.interval.secs": _positive(),
     # Spark sink
     "spark.master": _str(),
+    "sink.compaction.enabled": Rule("bool"),
+    "sink.compaction.min.batches": _int(2),
+    "sink.compaction.target.mb": Rule("number", minimum=0, exclusive_min=True),
+    "sink.compaction.max.batches": _int(2),
+    "sink.retention.secs": Rule("number", minimum=0),
 }
 
 for _situation in ("spout", "bolt", "backpressure"):

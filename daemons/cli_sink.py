@@ -58,12 +58,22 @@ def show(path, limit, no_dedupe, conf):
         _existing_session,
         quiet_reader_settings,
     )
-    from executor.sinks.spark import describe_read_error, read_meta, read_table, table_stats, verify_table
+    from executor.sinks.spark import (
+        describe_read_error,
+        read_meta,
+        read_table,
+        table_snapshot,
+        table_stats,
+        verify_table,
+    )
 
     try:
         table = L.table_dir(path)
         meta = read_meta(path)
-        stats = table_stats(path)
+        # One snapshot for the check, the count and the rows: commits and compactions meanwhile
+        # change nothing shown.
+        snap = table_snapshot(path)
+        stats = table_stats(path, snapshot=snap)
     except (FileNotFoundError, L.SinkTableError) as exc:
         _fail(str(exc))
     # Quiet: a failed read is reported here in one line; Spark's ERROR log would print its trace.
@@ -73,9 +83,9 @@ def show(path, limit, no_dedupe, conf):
     try:
         if owned:
             spark = _build_session(settings)
-        total = verify_table(path, spark=spark)
+        total = verify_table(path, spark=spark, snapshot=snap)
         keys = meta.get("dedupe_fields")
-        df = read_table(path, dedupe=not no_dedupe and bool(keys), spark=spark)
+        df = read_table(path, dedupe=not no_dedupe and bool(keys), spark=spark, snapshot=snap)
         shown = total if no_dedupe or not keys else df.count()
         rows = df.orderBy(L.WRITTEN_AT_COLUMN, L.BATCH_COLUMN).limit(limit).collect() if limit else []
         columns = df.columns
@@ -90,7 +100,8 @@ def show(path, limit, no_dedupe, conf):
         if owned and spark is not None:
             spark.stop()
     leftovers = [n for n in stats["staging"] if not n.endswith(".lock")]
-    summary = f"table {table} ({meta['format']}): {len(stats['batches'])} batches, {total} rows"
+    summary = (f"table {table} ({meta['format']}): {len(stats['batches'])} batches in {stats['batch_dirs']} "
+               f"batch and {stats['compacted_dirs']} compacted directories ({stats['files']} files), {total} rows")
     if keys:
         summary += f" (dedupe on {keys} not applied)" if no_dedupe else f", {shown} after dedupe on {keys}"
     summary += f"; staging dirs: {len(leftovers)}"
@@ -98,3 +109,56 @@ def show(path, limit, no_dedupe, conf):
     if rows:
         _print_rows(columns, rows)
     click.echo(f"({len(rows)} of {shown} rows shown)")
+
+
+@sink.command()
+@click.argument("path")
+@click.option("--force", is_flag=True,
+              help="Merge any two or more small batches, not only past sink.compaction.min.batches.")
+@common_options
+def compact(path, force, conf):
+    """Compact the sink table at PATH now: merge its small batches into larger files (up to
+    sink.compaction.target.mb each), then delete superseded files older than sink.retention.secs.
+
+    Safe while topologies write the table and readers read it: each row stays readable exactly
+    once; one compaction runs per table at a time (another one running: nothing to do).
+    """
+    from executor.sinks import _layout as L
+    from executor.sinks._session import (
+        SparkStartError,
+        _build_session,
+        _existing_session,
+        quiet_reader_settings,
+    )
+    from executor.sinks.spark import compact_table, describe_read_error, read_meta, table_stats
+
+    try:
+        table = L.table_dir(path)
+        read_meta(path)
+        before = table_stats(path)
+    except (FileNotFoundError, L.SinkTableError) as exc:
+        _fail(str(exc))
+    spark = _existing_session()
+    owned = spark is None
+    try:
+        if owned:
+            spark = _build_session(quiet_reader_settings(conf))
+        runs = compact_table(path, spark=spark, conf=conf, force=force)
+        after = table_stats(path)
+    except SparkStartError as exc:
+        _fail(f"table {table}: cannot compact it: {exc}")
+    except L.SinkTableError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # py4j and PySpark errors share no base class
+        log.debug("compacting %s failed", table, exc_info=True)
+        _fail(describe_read_error(exc, table))
+    finally:
+        if owned and spark is not None:
+            spark.stop()
+    merged = [r for r in runs if r.status == "compacted"]
+    if any(r.status == "busy" for r in runs):
+        click.echo(f"table {table}: another compaction holds the table's lease; nothing done")
+    click.echo(f"table {table}: {len(merged)} compaction runs merged {sum(r.inputs for r in merged)} entries "
+               f"({sum(r.rows for r in merged)} rows); directories read: {before['batch_dirs'] + before['compacted_dirs']}"
+               f" -> {after['batch_dirs'] + after['compacted_dirs']}, files: {before['files']} -> {after['files']}; "
+               f"superseded directories deleted: {sum(len(r.deleted) for r in runs)}")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from executor.sinks import _layout as L
+from executor.sinks._log import Entry
 
 MANIFEST = "_storm_batch.json"
 
@@ -53,10 +54,11 @@ def data_files(batch_dir: Path) -> dict[str, int]:
     return out
 
 
-def write_manifest(staged: Path, rows: int) -> None:
-    """Record what a fully written staged batch holds (before it is committed)."""
+def write_manifest(staged: Path, rows: int) -> dict[str, Any]:
+    """Record what a fully written staged batch holds (before it is committed); returns it."""
     doc = {"rows": rows, "files": data_files(staged)}
     (staged / MANIFEST).write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+    return doc
 
 
 def read_manifest(batch_dir: Path) -> dict[str, Any] | None:
@@ -92,25 +94,33 @@ def file_problems(batch_dir: Path, found: Mapping[str, int], manifest: Mapping[s
     return problems
 
 
-def check_files(table: Path, batches: Iterable[str]) -> None:
-    """Raise TableDamagedError naming the first missing, resized or stray data file."""
-    for batch in batches:
-        batch_dir = table / L.batch_dir_name(batch)
-        problems = file_problems(batch_dir, data_files(batch_dir), read_manifest(batch_dir))
+def check_files(table: Path, entries: Iterable[Entry]) -> None:
+    """Raise TableDamagedError naming the first missing, resized or stray data file of the
+    entries (a snapshot's batch and compacted directories) against what their commits recorded."""
+    for entry in entries:
+        entry_dir = table / entry.path
+        recorded = None if any(n < 0 for n in entry.batches.values()) else {"files": entry.files}
+        problems = file_problems(entry_dir, data_files(entry_dir), recorded)
         if problems:
             more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
             raise TableDamagedError(f"table {table}: {problems[0]}{more}")
 
 
-def check_counts(table: Path, counts: Mapping[str, int]) -> None:
-    """Compare the rows read per batch ({batch id: rows}) with the rows each batch's manifest
-    recorded; raise TableDamagedError naming the first batch that differs."""
-    for batch in L.committed_batches(table):
-        batch_dir = table / L.batch_dir_name(batch)
-        manifest = read_manifest(batch_dir)
-        if manifest is not None and counts.get(batch, 0) != manifest["rows"]:
-            raise TableDamagedError(f"table {table}: batch {batch_dir} reads as {counts.get(batch, 0)} rows, "
-                                    f"but {manifest['rows']} were committed")
+def check_counts(table: Path, counts: Mapping[str, int], entries: Iterable[Entry]) -> None:
+    """Compare the rows read per batch ({batch id: rows}) with the rows each batch's commit
+    recorded (the snapshot's entries; -1: unknown, a batch from before manifests); raise
+    TableDamagedError naming the first batch that differs."""
+    listed = set()
+    for entry in sorted(entries, key=lambda e: e.path):
+        for batch, rows in sorted(entry.batches.items()):
+            listed.add(batch)
+            if rows >= 0 and counts.get(batch, 0) != rows:
+                where = table / entry.path if entry.kind == "batch" else f"{batch} (in {table / entry.path})"
+                raise TableDamagedError(f"table {table}: batch {where} reads as {counts.get(batch, 0)} rows, "
+                                        f"but {rows} were committed")
+    extra = sorted(set(counts) - listed)
+    if extra:
+        raise TableDamagedError(f"table {table}: rows of batch {extra[0]} were read, but no commit lists it")
 
 
 # ---- Spark / Java errors as one line ----

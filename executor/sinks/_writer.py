@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from executor.sinks import _layout as L
+from executor.sinks import _log as G
+from executor.sinks import _table as T
+from executor.sinks._compact import Compactor, Policy
 from executor.sinks._integrity import PARQUET_CHECKSUMS, summarize_error, write_manifest
 from executor.sinks._schema import conform, encode_batch, infer_schema, json_columns, json_query
 
@@ -169,6 +172,8 @@ class TableWriter:
         self._schema_checked = False
         self._json_columns: str | None = None
         self.phase_secs: dict[str, float] = {}  # where write time goes (read by benchmarks)
+        self.compactor = Compactor(f"spark-sink-compact-{self.owner}", table, lambda: L.read_meta(table),
+                                   self.session, Policy.from_conf(conf))
 
     # ---- lifecycle ----
     def check(self) -> None:
@@ -188,7 +193,12 @@ class TableWriter:
             self.staging.open()
         except OSError as exc:
             raise L.SinkTableError(f"table {self.table}: cannot set up its staging directory: {exc}") from None
+        try:
+            T.ensure_log(self.table)
+        except (OSError, G.LogError) as exc:
+            raise L.SinkTableError(f"table {self.table}: cannot set up its log {G.log_dir(self.table)}: {exc}") from None
         self._opened = True
+        self.compactor.start()
 
     def session(self):
         if self._spark is None:
@@ -206,6 +216,7 @@ class TableWriter:
             self._ensure_schema(spark, [])  # the declared schema against the table's
 
     def close(self) -> None:
+        self.compactor.stop()  # before the session it uses is released
         self.staging.close()
         if self._spark is not None:
             self._spark = None
@@ -280,10 +291,14 @@ class TableWriter:
                 source.write_text(encode_batch(good, written_at.isoformat()), encoding="ascii")
             t1 = self._phase("prepare", t0, clock())
             self._spark_write(spark, good, source, staged, written_at)
-            write_manifest(staged, len(good))
+            manifest = write_manifest(staged, len(good))
             t1 = self._phase("spark_write", t1, clock())
-            L.commit_batch(staged, self.table, batch_id)
+            # Renamed in whole, then listed by one log commit: readers see it from that commit on;
+            # killed in between, it is an unlisted directory a vacuum removes.
+            final = L.commit_batch(staged, self.table, batch_id)
+            G.commit(self.table, "append", [G.Entry(final.name, "batch", {batch_id: len(good)}, manifest["files"])])
             self._phase("commit", t1, clock())
+            self.compactor.wake()
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
             raise

@@ -22,9 +22,12 @@ Semantics:
 - Columns: the input stream's declared fields (or `fields`, a subset, in that order), then
   `storm_written_at` (timestamp of the write), `storm_task_id` (the sink task) and
   `storm_batch_id` (one id per commit; ids sort by commit time).
-- Crash safety: Spark writes a batch into `<path>/_staging/...`, then one rename makes the whole
-  batch visible as `<path>/storm_batch_id=<id>/`: readers never see part of a batch. Staging
-  leftovers of a killed writer are removed by the next sink task that opens the table.
+- Crash safety: Spark writes a batch into `<path>/_staging/...`, one rename makes it
+  `<path>/storm_batch_id=<id>/`, and one commit of the table log (`_storm_log/`, _log.py) lists
+  it: readers read the files of one log snapshot, never part of a batch, and commits or
+  compactions during a read change nothing it returns. Staging leftovers of a killed writer are
+  removed by the next sink task that opens the table; a batch renamed but never logged, by a
+  vacuum after sink.retention.secs.
 - Delivery is at-least-once: a tuple whose batch was committed but whose ack was lost (worker
   killed after the commit, ack timed out) is written again when the spout replays it. With
   `dedupe_fields` set, rows agreeing on those fields are one record: `read_table(path)` keeps
@@ -52,8 +55,10 @@ Semantics:
   verified), each batch's manifest records its rows and file sizes, and read_table raises
   TableDamagedError naming a missing, emptied or stray part file; verify_table reads every row
   and compares each batch's count with its manifest (`storm-py sink show` does).
-- The path is a local directory (or file:// URL); the commit is a local rename. Every commit
-  adds one directory holding one file (per partition value); nothing compacts them.
+- The path is a local directory (or file:// URL, on storage every writer shares). Every commit
+  adds one directory holding one file (per partition value); one sink task per table merges
+  small ones in the background (_compact.py, keys sink.compaction.*), as `storm-py sink compact`
+  does on demand.
 
 Sizing: a Spark write costs ~0.15-0.3 s however small, so a tuple is acked ~0.3-1 s after it
 arrives, and a spout with `topology.max.spout.pending` P can complete at most P tuple trees per
@@ -76,14 +81,17 @@ from typing import Any, Iterable
 
 from executor.components import Bolt
 from executor.sinks import _layout as L
+from executor.sinks import _table as T
+from executor.sinks._compact import Policy, RunResult, compact
 from executor.sinks._integrity import (
-    PARQUET_CHECKSUMS,
     TableDamagedError,
     check_counts,
     check_files,
     describe_read_error,
     summarize_error,
 )
+from executor.sinks._log import Snapshot
+from executor.sinks._read import entries_frame, table_schema
 from executor.sinks._session import SparkStartError, sessions, use_session
 from executor.sinks._writer import Batch, BatchWriter, TableWriter, WriteResult
 
@@ -94,7 +102,7 @@ _UNSEEN = object()
 
 __all__ = ["SparkSinkBolt", "SinkWriteError", "SinkTableError", "TableDamagedError", "SparkStartError",
            "read_table", "verify_table", "describe_read_error", "reader_session", "table_dir", "dedupe_frame", "read_meta", "table_stats",
-           "use_session", "FORMATS"]
+           "table_snapshot", "compact_table", "table_schema", "use_session", "FORMATS"]
 
 
 class SinkWriteError(RuntimeError):
@@ -398,22 +406,6 @@ def reader_session():
     return _existing_session() or _build_session(quiet_reader_settings({}))
 
 
-def table_schema(meta: dict[str, Any]):
-    """The StructType of a table as read: data columns, audit columns, then partition columns."""
-    import json
-
-    from pyspark.sql import types as T
-
-    user = T.StructType.fromJson(json.loads(meta["schema"]))
-    parts = meta.get("partition_by") or []
-    fields = [f for f in user.fields if f.name not in parts]
-    fields += [T.StructField(L.WRITTEN_AT_COLUMN, T.TimestampType(), True),
-               T.StructField(L.TASK_COLUMN, T.IntegerType(), True),
-               T.StructField(L.BATCH_COLUMN, T.StringType(), True)]
-    fields += [user[p] for p in parts]
-    return T.StructType(fields)
-
-
 def dedupe_frame(df, keys: Iterable[str]):
     """Keep one row per value of `keys`: the first committed (earliest write, then batch id)."""
     from pyspark.sql import Window
@@ -432,12 +424,22 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
     return meta
 
 
-def read_table(path: str | os.PathLike, dedupe: bool = True, spark=None):
-    """The committed rows of the sink table at `path` as a DataFrame.
+def table_snapshot(path: str | os.PathLike) -> Snapshot:
+    """The committed state of the table at `path` at this instant: what read_table reads."""
+    return T.snapshot(L.table_dir(path))
+
+
+def read_table(path: str | os.PathLike, dedupe: bool = True, spark=None, snapshot: Snapshot | None = None):
+    """The committed rows of the sink table at `path` as a DataFrame: exactly the batches of one
+    snapshot (`snapshot`, default the newest), so commits and compactions while it is read
+    change nothing it returns.
 
     With dedupe (the default) and a table written with dedupe_fields, rows repeated by replays
     are dropped, keeping the first committed. `spark` defaults to this process's session (one
-    is started with spark.master local[1] if there is none; the caller may stop it).
+    is started with spark.master local[1] if there is none; the caller may stop it). To query it
+    in SQL: `read_table(path).createOrReplaceTempView("t")`. (A plain `spark.read.parquet(path)`
+    is wrong: it lists every directory, including batches a compaction superseded and not yet
+    deleted, and misses compacted files.)
 
     Damage found without reading the data (a committed part file missing, emptied, resized or
     added) raises TableDamagedError naming the file; a changed byte inside a part file fails
@@ -447,26 +449,25 @@ def read_table(path: str | os.PathLike, dedupe: bool = True, spark=None):
     """
     meta = read_meta(path)
     table = L.table_dir(path)
-    check_files(table, L.committed_batches(table))
+    snap = snapshot if snapshot is not None else T.snapshot(table)
+    check_files(table, snap.entries.values())
     spark = spark or reader_session()
-    reader = spark.read.format(meta["format"]).options(**L.format_options(meta["format"]))
-    if meta["format"] == "parquet":
-        reader = reader.options(**PARQUET_CHECKSUMS)
-    df = reader.schema(table_schema(meta)).load(L.spark_uri(table))
+    df = entries_frame(spark, table, meta, snap.entries.values())
     keys = meta.get("dedupe_fields")
     if dedupe and keys:
         df = dedupe_frame(df, keys)
     return df
 
 
-def verify_table(path: str | os.PathLike, spark=None) -> int:
-    """Read every row of the table at `path` once and check each batch's row count against its
-    commit record; return the number of rows. Raises TableDamagedError naming the damaged batch
-    or file (Spark's errors are turned into one line)."""
+def verify_table(path: str | os.PathLike, spark=None, snapshot: Snapshot | None = None) -> int:
+    """Read every row of the table at `path` once (one snapshot) and check each batch's row
+    count against its commit record; return the number of rows. Raises TableDamagedError naming
+    the damaged batch or file (Spark's errors are turned into one line)."""
     from pyspark.sql import functions as F
 
     table = L.table_dir(path)
-    df = read_table(path, dedupe=False, spark=spark)
+    snap = snapshot if snapshot is not None else T.snapshot(table)
+    df = read_table(path, dedupe=False, spark=spark, snapshot=snap)
     # A hash of every column makes Spark read (and checksum) every page; a bare count would
     # read only the footers and the batch directory names.
     # (as strings: hash rejects map columns)
@@ -475,16 +476,36 @@ def verify_table(path: str | os.PathLike, spark=None) -> int:
         counts = {r[0]: r[1] for r in df.groupBy(L.BATCH_COLUMN).agg(F.count(F.lit(1)), every).collect()}
     except Exception as exc:  # py4j and PySpark errors share no base class
         raise TableDamagedError(describe_read_error(exc, table)) from None
-    check_counts(table, counts)
+    check_counts(table, counts, snap.entries.values())
     return sum(counts.values())
 
 
-def table_stats(path: str | os.PathLike) -> dict[str, Any]:
-    """What is on disk, without Spark: committed batches and staging leftovers."""
+def table_stats(path: str | os.PathLike, snapshot: Snapshot | None = None) -> dict[str, Any]:
+    """What is committed and on disk, without Spark: batches, the directories and files a read
+    opens, the log version, staging leftovers."""
     table = L.table_dir(path)
+    snap = snapshot if snapshot is not None else T.snapshot(table)
     staging = table / L.STAGING_DIR
     try:
         staged = sorted(os.listdir(staging))
     except FileNotFoundError:
         staged = []
-    return {"batches": L.committed_batches(table), "staging": staged}
+    return {"batches": sorted(snap.batch_rows), "version": snap.version,
+            "batch_dirs": len(snap.by_kind("batch")), "compacted_dirs": len(snap.by_kind("compacted")),
+            "files": sum(len(e.files) for e in snap.entries.values()), "staging": staged}
+
+
+def compact_table(path: str | os.PathLike, spark=None, conf: dict[str, Any] | None = None,
+                  force: bool = False) -> list[RunResult]:
+    """Compact the table at `path` now (storm-py sink compact): merge its small batches until
+    nothing is left to merge, then delete what no snapshot can need (after sink.retention.secs).
+    `force`: merge any two or more small entries, not only past sink.compaction.min.batches."""
+    meta = read_meta(path)
+    spark = spark or reader_session()
+    return compact(spark, L.table_dir(path), meta, Policy.from_conf({**default_sink_conf(), **(conf or {})}), force)
+
+
+def default_sink_conf() -> dict[str, Any]:
+    from cluster_state.config import default_config
+
+    return {k: v for k, v in default_config().items() if k.startswith("sink.")}

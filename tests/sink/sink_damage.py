@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from executor.sinks import _layout as L
+from executor.sinks import _log as G
 from executor.sinks._integrity import MANIFEST
 
 # Shaped like the word-count example's table, so that top_words.py can read it too.
@@ -91,10 +92,19 @@ def edit_meta(table: Path, change) -> None:
 
 
 def edit_manifest(batch_dir: Path, change) -> None:
+    """Change what the sink recorded when it committed the batch (`change` gets {"rows",
+    "files"}): its manifest and its entry in the table log, as a damaged record would be."""
     path = batch_dir / MANIFEST
     doc = json.loads(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc))
+    for commit in sorted(G.log_dir(batch_dir.parent).glob("*.json")):
+        record = json.loads(commit.read_text())
+        for entry in record.get("add", []):
+            if entry["path"] == batch_dir.name:
+                (batch_id,) = entry["batches"]
+                entry["batches"][batch_id], entry["files"] = doc["rows"], doc["files"]
+                commit.write_text(json.dumps(record))
 
 
 def is_root() -> bool:

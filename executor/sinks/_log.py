@@ -1,0 +1,273 @@
+"""The table log: which data a sink table holds, as a sequence of atomic commits. No Spark here.
+
+    <table>/_storm_log/
+      00000000000000000007.json        commit 7: {"op", "time", "add": [entry...], "remove": [path...]}
+      00000000000000000050.checkpoint.json   the whole state at version 50 (entries + tombstones)
+
+A reader takes the newest checkpoint, replays the commits after it and gets a Snapshot: the
+entries (batch directories and compacted directories) committed at one instant. It then reads
+exactly those files, so a commit or a compaction during the read changes nothing it returns.
+Files are deleted only once no snapshot can still need them: an entry a commit removed is kept
+for the retention period (Delta's VACUUM has the same rule), and so are log files.
+
+Commit `N` is created with link(2) from a temporary file: exactly one writer gets each version
+(link fails on an existing name, also over NFS), so writers in several processes and hosts need
+no central process. A writer that loses the race reads the newer commits and tries the next
+version; a compaction whose inputs another commit removed meanwhile gives up (Conflict).
+
+Entry paths are relative to the table. An entry's `batches` maps each batch id it holds to its
+rows (what verify_table checks) and `files` maps each data file to its size (what check_files
+checks without reading data).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+log = logging.getLogger(__name__)
+
+LOG_DIR = "_storm_log"
+CHECKPOINT_EVERY = 50
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.json$")
+LOG_VERSION = 1
+
+
+class LogError(RuntimeError):
+    """The table log cannot be read or written; the message names the file."""
+
+
+class Conflict(Exception):
+    """A commit's precondition no longer holds (e.g. a compaction's inputs were removed)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str                       # relative to the table: storm_batch_id=X or _storm_compacted/...
+    kind: str                       # "batch" or "compacted"
+    batches: Mapping[str, int]      # batch id -> rows
+    files: Mapping[str, int]        # data file relative to `path` -> size in bytes
+
+    @property
+    def rows(self) -> int:
+        return sum(self.batches.values())
+
+    @property
+    def size(self) -> int:
+        return sum(self.files.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "batches": dict(self.batches), "files": dict(self.files)}
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> "Entry":
+        return Entry(str(doc["path"]), str(doc["kind"]), {str(k): int(v) for k, v in doc["batches"].items()},
+                     {str(k): int(v) for k, v in doc["files"].items()})
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    version: int                                    # -1: an empty table
+    entries: Mapping[str, Entry] = field(default_factory=dict)
+    tombstones: Mapping[str, float] = field(default_factory=dict)  # removed path -> when
+
+    @property
+    def batch_rows(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.entries.values():
+            out.update(e.batches)
+        return out
+
+    def by_kind(self, kind: str) -> list[Entry]:
+        return sorted((e for e in self.entries.values() if e.kind == kind), key=lambda e: e.path)
+
+
+# ---- pure: applying commits ----
+
+def apply(snapshot: Snapshot, version: int, commit: Mapping[str, Any]) -> Snapshot:
+    """The state after `commit` (version `version`). Adding an entry already there is a no-op
+    (a log bootstrap may list a batch its writer commits again); removing one records a tombstone."""
+    entries = dict(snapshot.entries)
+    tombstones = dict(snapshot.tombstones)
+    when = float(commit.get("time", 0.0))
+    for path in commit.get("remove", ()):
+        if entries.pop(path, None) is not None or path not in tombstones:
+            tombstones[path] = when
+    for doc in commit.get("add", ()):
+        entry = Entry.from_json(doc)
+        entries.setdefault(entry.path, entry)
+        tombstones.pop(entry.path, None)
+    return Snapshot(version, entries, tombstones)
+
+
+def replay(start: Snapshot, commits: Iterable[tuple[int, Mapping[str, Any]]]) -> Snapshot:
+    state = start
+    for version, commit in commits:
+        state = apply(state, version, commit)
+    return state
+
+
+def removable(snapshot: Snapshot, now: float, retention_secs: float) -> list[str]:
+    """Tombstoned paths no snapshot younger than the retention period can need."""
+    return sorted(p for p, when in snapshot.tombstones.items()
+                  if now - when >= retention_secs and p not in snapshot.entries)
+
+
+# ---- files ----
+
+def log_dir(table: Path) -> Path:
+    return table / LOG_DIR
+
+
+def commit_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def checkpoint_name(version: int) -> str:
+    return f"{version:020d}.checkpoint.json"
+
+
+def _listing(table: Path) -> tuple[list[int], list[int]]:
+    try:
+        names = os.listdir(log_dir(table))
+    except FileNotFoundError:
+        return [], []
+    commits, checkpoints = [], []
+    for name in names:
+        m = _COMMIT.match(name)
+        if m:
+            commits.append(int(m.group(1)))
+            continue
+        m = _CHECKPOINT.match(name)
+        if m:
+            checkpoints.append(int(m.group(1)))
+    return sorted(commits), sorted(checkpoints)
+
+
+def exists(table: Path) -> bool:
+    return log_dir(table).is_dir()
+
+
+def latest_version(table: Path) -> int:
+    commits, _ = _listing(table)
+    return commits[-1] if commits else -1
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise LogError(f"table log file {path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not isinstance(doc, dict):
+        raise LogError(f"table log file {path} is not a JSON object")
+    return doc
+
+
+def _snapshot_from_checkpoint(doc: Mapping[str, Any], version: int) -> Snapshot:
+    return Snapshot(version, {e["path"]: Entry.from_json(e) for e in doc.get("entries", [])},
+                    {str(p): float(t) for p, t in doc.get("tombstones", {}).items()})
+
+
+def read_snapshot(table: Path, attempts: int = 5) -> Snapshot:
+    """The state at the newest commit: newest checkpoint, then the commits after it."""
+    for attempt in range(attempts):
+        commits, checkpoints = _listing(table)
+        if not commits:
+            return Snapshot(-1)
+        base = max((c for c in checkpoints if c <= commits[-1]), default=None)
+        try:
+            if base is None:
+                start, after = Snapshot(-1), commits
+            else:
+                start = _snapshot_from_checkpoint(_read_json(log_dir(table) / checkpoint_name(base)), base)
+                after = [c for c in commits if c > base]
+            expected = list(range(start.version + 1, commits[-1] + 1))
+            if after != expected:
+                missing = sorted(set(expected) - set(after))
+                raise LogError(f"table {table}: its log lacks commit(s) {missing[:5]} (in {log_dir(table)}); "
+                               f"the table was damaged or its log cleaned by hand")
+            return replay(start, ((v, _read_json(log_dir(table) / commit_name(v))) for v in after))
+        except FileNotFoundError:
+            # A log cleanup removed a file between the listing and the read: list again.
+            if attempt == attempts - 1:
+                raise LogError(f"table {table}: its log changed under every read attempt") from None
+    raise AssertionError("unreachable")
+
+
+def _write_tmp(table: Path, doc: Mapping[str, Any]) -> Path:
+    tmp = log_dir(table) / f".tmp-{os.getpid()}-{secrets.token_hex(6)}.json"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, sort_keys=True, separators=(",", ":"))
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+def commit(table: Path, op: str, add: Iterable[Entry] = (), remove: Iterable[str] = (),
+           check: Callable[[Snapshot], None] | None = None, attempts: int = 1000,
+           clock: Callable[[], float] = time.time) -> int:
+    """Append one commit; return its version. `check(snapshot)` (run on the state the commit
+    goes after, whenever another writer got there first) raises Conflict to give up."""
+    log_dir(table).mkdir(parents=True, exist_ok=True)
+    add, remove = list(add), list(remove)
+    version = latest_version(table) + 1
+    tmp = _write_tmp(table, {"log": LOG_VERSION, "op": op, "time": clock(),
+                             "add": [e.to_json() for e in add], "remove": remove})
+    try:
+        for _attempt in range(attempts):
+            try:
+                os.link(tmp, log_dir(table) / commit_name(version))
+            except FileExistsError:
+                version = latest_version(table) + 1
+                if check is not None:
+                    check(read_snapshot(table))
+                continue
+            if version and version % CHECKPOINT_EVERY == 0:
+                try:
+                    write_checkpoint(table, read_snapshot(table))
+                except (OSError, LogError) as exc:  # the next one will do; readers replay meanwhile
+                    log.warning("table %s: checkpoint %d not written: %s", table, version, exc)
+            return version
+        raise LogError(f"table {table}: no free log version after {attempts} attempts")
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_checkpoint(table: Path, snapshot: Snapshot) -> None:
+    """The whole state at the snapshot's version; tombstones of directories already deleted
+    (vacuumed) are left out, so the checkpoint does not grow with the table's age."""
+    tombstones = {p: t for p, t in sorted(snapshot.tombstones.items()) if (table / p).exists()}
+    doc = {"log": LOG_VERSION, "version": snapshot.version,
+           "entries": [e.to_json() for _p, e in sorted(snapshot.entries.items())], "tombstones": tombstones}
+    tmp = _write_tmp(table, doc)
+    os.replace(tmp, log_dir(table) / checkpoint_name(snapshot.version))
+
+
+def clean_log(table: Path, now: float, retention_secs: float) -> int:
+    """Remove log files older than the retention period that the newest checkpoint made
+    unnecessary; return how many."""
+    commits, checkpoints = _listing(table)
+    if not checkpoints:
+        return 0
+    newest = checkpoints[-1]
+    names = [commit_name(c) for c in commits if c <= newest] + [checkpoint_name(c) for c in checkpoints[:-1]]
+    removed = 0
+    for name in names:
+        path = log_dir(table) / name
+        try:
+            if now - path.stat().st_mtime >= retention_secs:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
