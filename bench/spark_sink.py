@@ -217,7 +217,7 @@ def main() -> None:
     ap.add_argument("--switch-interval", type=float, default=None,
                     help="sys.setswitchinterval for the run (CPython's default is 0.005 s)")
     ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra spark.* setting for the topology config (repeatable)")
+                    help="extra topology config key, e.g. spark.* or sink.compaction.* (repeatable)")
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -231,7 +231,9 @@ def main() -> None:
     if args.child and args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     if args.child:
-        extra_conf = dict(kv.split("=", 1) for kv in args.spark_conf)
+        import yaml  # values as -c reads them: "false" is a bool, "5" an int
+
+        extra_conf = {k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in args.spark_conf)}
         print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.rate, extra_conf)), flush=True)
         return
     for name in args.only or list(SCENARIOS):

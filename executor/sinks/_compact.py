@@ -147,20 +147,25 @@ def _merge(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool
         staged = staging.batch_dir(compaction_id)
         df = entries_frame(spark, table, meta, chosen)
         batches = {b: n for e in chosen for b, n in e.batches.items()}
-        if any(n < 0 for n in batches.values()):
-            # Batches committed before manifests: their rows are counted here, once.
-            batches = {r[0]: r[1] for r in df.groupBy(L.BATCH_COLUMN).count().collect()}
-            rows = sum(batches.values())
-        counted = df.count()
-        if counted != rows:
-            raise L.SinkTableError(f"table {table}: compaction read {counted} rows from {len(chosen)} entries "
-                                   f"whose commits recorded {rows}; run verify_table (storm-py sink show)")
         pause("read")
         writer = df.coalesce(1).write.format(meta["format"]).mode("errorifexists") \
             .options(**L.format_options(meta["format"]), **PARQUET_CHECKSUMS)
         if meta.get("partition_by"):
             writer = writer.partitionBy(*meta["partition_by"])
         writer.save(L.spark_uri(staged))
+        # The output is checked against the inputs' commit records (reading it is cheap: a few
+        # large files, where the inputs were many small ones).
+        written = spark.read.format(meta["format"]).options(**L.format_options(meta["format"])) \
+            .load(L.spark_uri(staged))
+        counted_batches = {r[0]: r[1] for r in written.groupBy(L.BATCH_COLUMN).count().collect()}
+        if any(n < 0 for n in batches.values()):
+            batches = counted_batches  # batches committed before manifests: counted here, once
+            rows = sum(batches.values())
+        counted = sum(counted_batches.values())
+        if counted_batches != batches:
+            raise L.SinkTableError(f"table {table}: compaction wrote {counted} rows from {len(chosen)} entries "
+                                   f"whose commits recorded {rows}; nothing was committed; run "
+                                   f"storm-py sink show {table} to find the damaged batch")
         pause("written")
         entry = G.Entry(T.compacted_path(compaction_id), "compacted", batches, data_files(staged))
         final.parent.mkdir(parents=True, exist_ok=True)

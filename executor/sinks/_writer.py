@@ -296,8 +296,11 @@ class TableWriter:
             # Renamed in whole, then listed by one log commit: readers see it from that commit on;
             # killed in between, it is an unlisted directory a vacuum removes.
             final = L.commit_batch(staged, self.table, batch_id)
-            G.commit(self.table, "append", [G.Entry(final.name, "batch", {batch_id: len(good)}, manifest["files"])])
+            version = G.commit(self.table, "append",
+                               [G.Entry(final.name, "batch", {batch_id: len(good)}, manifest["files"])])
             self._phase("commit", t1, clock())
+            if version % G.CHECKPOINT_EVERY == 0:
+                self._clean_log()
             self.compactor.wake()
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
@@ -305,6 +308,14 @@ class TableWriter:
         finally:
             source.unlink(missing_ok=True)
         return batch_id, rejected
+
+    def _clean_log(self) -> None:
+        """Log files a checkpoint made unnecessary go after the retention period, compaction or
+        not (a table written for days keeps a short log)."""
+        try:
+            G.clean_log(self.table, time.time(), self.compactor.policy.retention_secs)
+        except OSError as exc:
+            log.warning("Spark sink %s: old log files not removed: %s", self.table, exc)
 
     def _spark_write(self, spark, rows: list, source: Path, staged: Path, written_at) -> None:
         """Have Spark write `rows` (or the JSON file `source` holding them) into `staged`, as one
