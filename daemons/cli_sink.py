@@ -113,12 +113,11 @@ def show(path, limit, no_dedupe, conf):
 
 @sink.command()
 @click.argument("path")
-@click.option("--force", is_flag=True,
-              help="Merge any two or more small batches, not only past sink.compaction.min.batches.")
 @common_options
-def compact(path, force, conf):
-    """Compact the sink table at PATH now: merge its small batches into larger files (up to
-    sink.compaction.target.mb each), then delete superseded files older than sink.retention.secs.
+def compact(path, conf):
+    """Compact the sink table at PATH now: merge its small batches (any two or more) into larger
+    files (up to sink.compaction.target.mb each), then delete superseded files older than
+    sink.retention.secs.
 
     Safe while topologies write the table and readers read it: each row stays readable exactly
     once; one compaction runs per table at a time (another one running: nothing to do).
@@ -143,7 +142,7 @@ def compact(path, force, conf):
     try:
         if owned:
             spark = _build_session(quiet_reader_settings(conf))
-        runs = compact_table(path, spark=spark, conf=conf, force=force)
+        runs = compact_table(path, spark=spark, conf=conf)
         after = table_stats(path)
     except SparkStartError as exc:
         _fail(f"table {table}: cannot compact it: {exc}")

@@ -192,12 +192,12 @@ def _merge(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool
         staging.close()
 
 
-def compact(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool = False,
-            max_runs: int = 10_000) -> list[RunResult]:
-    """Runs until nothing is left to merge (storm-py sink compact)."""
+def compact(spark, table: Path, meta: dict[str, Any], policy: Policy, max_runs: int = 10_000) -> list[RunResult]:
+    """Runs until no two small entries are left (storm-py sink compact): the outputs of the
+    first runs, each up to max_entries inputs, are merged by the next ones."""
     results = []
     for _ in range(max_runs):
-        result = compact_once(spark, table, meta, policy, force)
+        result = compact_once(spark, table, meta, policy, force=True)
         results.append(result)
         if result.status != "compacted":
             break

@@ -495,14 +495,13 @@ def table_stats(path: str | os.PathLike, snapshot: Snapshot | None = None) -> di
             "files": sum(len(e.files) for e in snap.entries.values()), "staging": staged}
 
 
-def compact_table(path: str | os.PathLike, spark=None, conf: dict[str, Any] | None = None,
-                  force: bool = False) -> list[RunResult]:
-    """Compact the table at `path` now (storm-py sink compact): merge its small batches until
-    nothing is left to merge, then delete what no snapshot can need (after sink.retention.secs).
-    `force`: merge any two or more small entries, not only past sink.compaction.min.batches."""
+def compact_table(path: str | os.PathLike, spark=None, conf: dict[str, Any] | None = None) -> list[RunResult]:
+    """Compact the table at `path` now (storm-py sink compact): merge its small entries (any two
+    or more: sink.compaction.min.batches is the background compaction's trigger) until nothing
+    is left to merge, then delete what no snapshot can need (after sink.retention.secs)."""
     meta = read_meta(path)
     spark = spark or reader_session()
-    return compact(spark, L.table_dir(path), meta, Policy.from_conf({**default_sink_conf(), **(conf or {})}), force)
+    return compact(spark, L.table_dir(path), meta, Policy.from_conf({**default_sink_conf(), **(conf or {})}))
 
 
 def default_sink_conf() -> dict[str, Any]:

@@ -129,7 +129,7 @@ def test_a_compaction_killed_at_any_step_loses_nothing(spark, tmp_path, step):
     if step == "committed":
         assert table_stats(table)["compacted_dirs"] == 1
     # The next run cleans up after it (retention 0: nothing can still need superseded files).
-    compact_table(table, spark=spark, conf={"sink.retention.secs": 0}, force=True)
+    compact_table(table, spark=spark, conf={"sink.retention.secs": 0})
     snap = table_snapshot(table)
     assert [n for n in os.listdir(table / L.STAGING_DIR) if not n.endswith(".lock")] == []
     on_disk = {f"_storm_compacted/{n}" for n in os.listdir(table / "_storm_compacted")}
