@@ -185,6 +185,10 @@ def _merge(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool
             shutil.rmtree(final, ignore_errors=True)
             return RunResult("conflict", len(chosen), counted)
         pause("committed")
+        try:  # readers then start from the compacted state, not replay the inputs' entries
+            G.write_checkpoint(table, G.read_snapshot(table))
+        except (OSError, G.LogError) as exc:
+            log.warning("table %s: no checkpoint after compaction %s: %s", table, compaction_id, exc)
         log.info("table %s: compacted %d entries (%d rows) into %s (log version %d)", table, len(chosen), counted,
                  entry.path, version)
         return RunResult("compacted", len(chosen), counted, version)
