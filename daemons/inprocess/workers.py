@@ -26,7 +26,7 @@ from cluster_state.records import LocalAssignment
 from daemons.inprocess.code import LiveCodeStore
 from daemons.supervisor.worker_state import WorkerRecord
 from executor.errors import ClearError, ComponentError, InvalidTopologyError, NotAliveError
-from executor.lifecycle import Status
+from executor.lifecycle import LifecycleError, Status
 from executor.transport import InProcessHub
 from executor.worker import Worker, WorkerEvents
 from executor.worker_process import WorkerProcess
@@ -118,7 +118,9 @@ class InProcessLauncher:
             self._workers[worker_id] = launched
         try:
             process.start()
-        except ClearError as exc:
+        except (ClearError, LifecycleError) as exc:
+            # LifecycleError: a component died while the worker started; its death (with the
+            # trace) is logged by its executor already, so one line here.
             log.error("worker %s on port %s (%s) did not start: %s", worker_id, port, assignment.storm_id, exc)
         except Exception:  # noqa: BLE001 -- as a worker process that dies at start: the slot relaunches it
             log.exception("worker %s on port %s (%s) did not start", worker_id, port, assignment.storm_id)

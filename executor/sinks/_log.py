@@ -157,8 +157,8 @@ def exists(table: Path) -> bool:
 
 
 def latest_version(table: Path) -> int:
-    commits, _ = _listing(table)
-    return commits[-1] if commits else -1
+    commits, checkpoints = _listing(table)
+    return max(commits[-1:] + checkpoints[-1:], default=-1)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -182,16 +182,16 @@ def read_snapshot(table: Path, attempts: int = 5) -> Snapshot:
     """The state at the newest commit: newest checkpoint, then the commits after it."""
     for attempt in range(attempts):
         commits, checkpoints = _listing(table)
-        if not commits:
+        if not commits and not checkpoints:
             return Snapshot(-1)
-        base = max((c for c in checkpoints if c <= commits[-1]), default=None)
+        base = checkpoints[-1] if checkpoints else None
         try:
             if base is None:
                 start, after = Snapshot(-1), commits
             else:
                 start = _snapshot_from_checkpoint(_read_json(log_dir(table) / checkpoint_name(base)), base)
                 after = [c for c in commits if c > base]
-            expected = list(range(start.version + 1, commits[-1] + 1))
+            expected = list(range(start.version + 1, max(commits[-1:] + [start.version]) + 1))
             if after != expected:
                 missing = sorted(set(expected) - set(after))
                 raise LogError(f"table {table}: its log lacks commit(s) {missing[:5]} (in {log_dir(table)}); "
@@ -260,7 +260,9 @@ def clean_log(table: Path, now: float, retention_secs: float) -> int:
     if not checkpoints:
         return 0
     newest = checkpoints[-1]
-    names = [commit_name(c) for c in commits if c <= newest] + [checkpoint_name(c) for c in checkpoints[:-1]]
+    # Commits the newest checkpoint covers, except its own version's: the newest commit file
+    # always stays, so a writer listing the log never takes a version that was already used.
+    names = [commit_name(c) for c in commits if c < newest] + [checkpoint_name(c) for c in checkpoints[:-1]]
     removed = 0
     for name in names:
         path = log_dir(table) / name

@@ -48,8 +48,9 @@ def test_checkpoints_bound_the_replay_and_give_the_same_state(tmp_path):
                                      for v in range(G.CHECKPOINT_EVERY + 5)))
     assert G.read_snapshot(tmp_path) == full
     # Log cleanup (past the retention) removes what the checkpoint covers; the state is the same.
-    assert G.clean_log(tmp_path, now=10**10, retention_secs=60) == G.CHECKPOINT_EVERY + 1
+    assert G.clean_log(tmp_path, now=10**10, retention_secs=60) == G.CHECKPOINT_EVERY
     assert G.read_snapshot(tmp_path) == full
+    assert G.latest_version(tmp_path) == G.CHECKPOINT_EVERY + 4
     assert G.clean_log(tmp_path, now=0, retention_secs=60) == 0
 
 
@@ -103,3 +104,16 @@ def test_removable_waits_for_the_retention():
     snap = G.Snapshot(3, {}, {"a": 100.0, "b": 190.0})
     assert G.removable(snap, now=200.0, retention_secs=50) == ["a"]
     assert G.removable(snap, now=300.0, retention_secs=50) == ["a", "b"]
+
+
+def test_a_log_cleaned_down_to_its_checkpoint_keeps_its_version(tmp_path):
+    for i in range(G.CHECKPOINT_EVERY + 1):
+        G.commit(tmp_path, "append", [batch(i)])
+    state = G.read_snapshot(tmp_path)
+    for name in os.listdir(G.log_dir(tmp_path)):  # only the checkpoint left, as a cleanup could
+        if name != G.checkpoint_name(G.CHECKPOINT_EVERY):
+            os.unlink(G.log_dir(tmp_path) / name)
+    assert G.latest_version(tmp_path) == G.CHECKPOINT_EVERY
+    assert G.read_snapshot(tmp_path) == state
+    assert G.commit(tmp_path, "append", [batch(999)]) == G.CHECKPOINT_EVERY + 1
+    assert len(G.read_snapshot(tmp_path).entries) == G.CHECKPOINT_EVERY + 2
