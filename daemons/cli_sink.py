@@ -6,6 +6,7 @@ sink command runs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import click
@@ -39,6 +40,38 @@ def _fail(message: str) -> None:
     raise SystemExit(1)
 
 
+@contextlib.contextmanager
+def _spark_on(table, conf, doing: str):
+    """This process's SparkSession (or a quiet one of its own, stopped at the end) for work on
+    `table`; any failure inside is one `error:` line naming the table, never a Java trace."""
+    from executor.sinks import _layout as L
+    from executor.sinks._session import (
+        SparkStartError,
+        _build_session,
+        _existing_session,
+        quiet_reader_settings,
+    )
+    from executor.sinks.spark import describe_read_error
+
+    # Quiet: a failure is reported here in one line; Spark's ERROR log would print its trace.
+    spark = _existing_session()
+    owned = spark is None
+    try:
+        if owned:
+            spark = _build_session(quiet_reader_settings(conf))
+        yield spark
+    except SparkStartError as exc:
+        _fail(f"table {table}: cannot {doing} it: {exc}")
+    except L.SinkTableError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # py4j and PySpark errors share no base class
+        log.debug("%s %s failed", doing, table, exc_info=True)
+        _fail(describe_read_error(exc, table))
+    finally:
+        if owned and spark is not None:
+            spark.stop()
+
+
 @sink.command()
 @click.argument("path")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=0),
@@ -52,20 +85,7 @@ def show(path, limit, no_dedupe, conf):
     damaged table is reported (naming the file) rather than shown short or altered.
     """
     from executor.sinks import _layout as L
-    from executor.sinks._session import (
-        SparkStartError,
-        _build_session,
-        _existing_session,
-        quiet_reader_settings,
-    )
-    from executor.sinks.spark import (
-        describe_read_error,
-        read_meta,
-        read_table,
-        table_snapshot,
-        table_stats,
-        verify_table,
-    )
+    from executor.sinks.spark import read_meta, read_table, table_snapshot, table_stats, verify_table
 
     try:
         table = L.table_dir(path)
@@ -76,29 +96,13 @@ def show(path, limit, no_dedupe, conf):
         stats = table_stats(path, snapshot=snap)
     except (FileNotFoundError, L.SinkTableError) as exc:
         _fail(str(exc))
-    # Quiet: a failed read is reported here in one line; Spark's ERROR log would print its trace.
-    settings = quiet_reader_settings(conf)
-    spark = _existing_session()
-    owned = spark is None
-    try:
-        if owned:
-            spark = _build_session(settings)
+    with _spark_on(table, conf, "read") as spark:
         total = verify_table(path, spark=spark, snapshot=snap)
         keys = meta.get("dedupe_fields")
         df = read_table(path, dedupe=not no_dedupe and bool(keys), spark=spark, snapshot=snap)
         shown = total if no_dedupe or not keys else df.count()
         rows = df.orderBy(L.WRITTEN_AT_COLUMN, L.BATCH_COLUMN).limit(limit).collect() if limit else []
         columns = df.columns
-    except SparkStartError as exc:
-        _fail(f"table {table}: cannot read it: {exc}")
-    except L.SinkTableError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # py4j and PySpark errors share no base class
-        log.debug("reading %s failed", table, exc_info=True)
-        _fail(describe_read_error(exc, table))
-    finally:
-        if owned and spark is not None:
-            spark.stop()
     leftovers = [n for n in stats["staging"] if not n.endswith(".lock")]
     summary = (f"table {table} ({meta['format']}): {len(stats['batches'])} batches in {stats['batch_dirs']} "
                f"batch and {stats['compacted_dirs']} compacted directories ({stats['files']} files), {total} rows")
@@ -123,13 +127,7 @@ def compact(path, conf):
     once; one compaction runs per table at a time (another one running: nothing to do).
     """
     from executor.sinks import _layout as L
-    from executor.sinks._session import (
-        SparkStartError,
-        _build_session,
-        _existing_session,
-        quiet_reader_settings,
-    )
-    from executor.sinks.spark import compact_table, describe_read_error, read_meta, table_stats
+    from executor.sinks.spark import compact_table, read_meta, table_stats
 
     try:
         table = L.table_dir(path)
@@ -137,23 +135,9 @@ def compact(path, conf):
         before = table_stats(path)
     except (FileNotFoundError, L.SinkTableError) as exc:
         _fail(str(exc))
-    spark = _existing_session()
-    owned = spark is None
-    try:
-        if owned:
-            spark = _build_session(quiet_reader_settings(conf))
+    with _spark_on(table, conf, "compact") as spark:
         runs = compact_table(path, spark=spark, conf=conf)
         after = table_stats(path)
-    except SparkStartError as exc:
-        _fail(f"table {table}: cannot compact it: {exc}")
-    except L.SinkTableError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # py4j and PySpark errors share no base class
-        log.debug("compacting %s failed", table, exc_info=True)
-        _fail(describe_read_error(exc, table))
-    finally:
-        if owned and spark is not None:
-            spark.stop()
     merged = [r for r in runs if r.status == "compacted"]
     if any(r.status == "busy" for r in runs):
         click.echo(f"table {table}: another compaction holds the table's lease; nothing done")

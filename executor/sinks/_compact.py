@@ -18,8 +18,6 @@ it is done. Readers see each row exactly once at every step: they read only what
 from __future__ import annotations
 
 import dataclasses
-import errno
-import fcntl
 import logging
 import os
 import secrets
@@ -30,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from cluster_state.config import default_config
 from executor.sinks import _layout as L
 from executor.sinks import _log as G
 from executor.sinks import _table as T
@@ -44,20 +43,20 @@ LEASE_FILE = "compaction.lock"
 @dataclass(frozen=True)
 class Policy:
     """When and how much to compact (config keys sink.compaction.*, sink.retention.secs)."""
-    enabled: bool = True
-    min_entries: int = 20              # compact once this many small entries are committed
-    target_bytes: int = 128 * 2**20    # merge up to this much into one output
-    max_entries: int = 5000            # at most this many inputs per run (bounds one run's time)
-    retention_secs: float = 3600.0     # superseded files are deleted this long after
+    enabled: bool
+    min_entries: int          # compact once this many small entries are committed
+    target_bytes: int         # merge up to this much into one output
+    max_entries: int          # at most this many inputs per run (bounds one run's time)
+    retention_secs: float     # superseded files are deleted this long after
 
     @staticmethod
     def from_conf(conf: Mapping[str, Any]) -> "Policy":
-        d = Policy()
-        return Policy(enabled=bool(conf.get("sink.compaction.enabled", d.enabled)),
-                      min_entries=int(conf.get("sink.compaction.min.batches", d.min_entries)),
-                      target_bytes=int(float(conf.get("sink.compaction.target.mb", d.target_bytes / 2**20)) * 2**20),
-                      max_entries=int(conf.get("sink.compaction.max.batches", d.max_entries)),
-                      retention_secs=float(conf.get("sink.retention.secs", d.retention_secs)))
+        """The policy of a config; keys it lacks come from the packaged defaults (defaults.yaml,
+        the one place they are set)."""
+        c = {**default_config(), **conf}
+        return Policy(enabled=bool(c["sink.compaction.enabled"]), min_entries=int(c["sink.compaction.min.batches"]),
+                      target_bytes=int(float(c["sink.compaction.target.mb"]) * 2**20),
+                      max_entries=int(c["sink.compaction.max.batches"]), retention_secs=float(c["sink.retention.secs"]))
 
 
 def plan(snapshot: G.Snapshot, policy: Policy, force: bool = False) -> list[G.Entry]:
@@ -86,16 +85,8 @@ class Lease:
 
     def acquire(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                return False
-            raise
-        self._fd = fd
-        return True
+        self._fd = L.try_lock(self.path, create=True)
+        return self._fd is not None
 
     def release(self) -> None:
         if self._fd is not None:

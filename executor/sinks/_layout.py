@@ -107,10 +107,11 @@ class BatchIds:
 
 # ---- staging ----
 
-def _try_lock(path: Path) -> int | None:
-    """Open and exclusively flock `path` without blocking; the fd, or None when held elsewhere."""
+def try_lock(path: Path, create: bool = False) -> int | None:
+    """Open (with `create`, creating it) and exclusively flock `path` without blocking; the fd,
+    or None when held elsewhere (or missing). The kernel drops the lock when its holder dies."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
     except FileNotFoundError:
         return None
     try:
@@ -138,7 +139,7 @@ def clean_staging(table: Path) -> list[str]:
     for name in sorted(names):
         if name.endswith(".lock"):
             owner = name[:-len(".lock")]
-            fd = _try_lock(staging / name)
+            fd = try_lock(staging / name)
             if fd is None:
                 continue  # a live task holds it (or it vanished meanwhile)
             try:

@@ -501,10 +501,5 @@ def compact_table(path: str | os.PathLike, spark=None, conf: dict[str, Any] | No
     is left to merge, then delete what no snapshot can need (after sink.retention.secs)."""
     meta = read_meta(path)
     spark = spark or reader_session()
-    return compact(spark, L.table_dir(path), meta, Policy.from_conf({**default_sink_conf(), **(conf or {})}))
+    return compact(spark, L.table_dir(path), meta, Policy.from_conf(conf or {}))
 
-
-def default_sink_conf() -> dict[str, Any]:
-    from cluster_state.config import default_config
-
-    return {k: v for k, v in default_config().items() if k.startswith("sink.")}

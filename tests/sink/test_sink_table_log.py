@@ -107,7 +107,7 @@ _KILLED_COMPACTION = textwrap.dedent("""
     def pause(at):
         if at == step:
             os.kill(os.getpid(), signal.SIGKILL)
-    _compact.compact_once(spark, table, L.read_meta(table), _compact.Policy(min_entries=2), pause=pause)
+    _compact.compact_once(spark, table, L.read_meta(table), _compact.Policy.from_conf({"sink.compaction.min.batches": 2}), pause=pause)
     print("finished without being killed", flush=True)
 """)
 
