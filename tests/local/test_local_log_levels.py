@@ -20,11 +20,19 @@ LOGGER = "local_log_levels_test.bolt"
 
 
 class Counter:
-    """Tuples the bolt executed (shared by the test and the bolt's task copies)."""
+    """Tuples the bolt executed, per task (shared by the test and the bolt's task copies)."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.n = 0
+        self.n: dict[int, int] = {}
+
+    def add(self, task: int) -> None:
+        with self.lock:
+            self.n[task] = self.n.get(task, 0) + 1
+
+    def per_task(self) -> dict[int, int]:
+        with self.lock:
+            return dict(self.n)
 
     def __deepcopy__(self, memo):
         return self
@@ -51,11 +59,11 @@ class DebugBolt(Bolt):
 
     def prepare(self, conf, context, collector):
         self.log = logging.getLogger(LOGGER)
+        self.task = context.this_task_index
 
     def execute(self, tup):
         self.log.debug("executing %s", tup.values[0])
-        with self.counter.lock:
-            self.counter.n += 1
+        self.counter.add(self.task)
 
 
 class Records(logging.Handler):
@@ -82,13 +90,14 @@ def test_levels_are_set_live_reverted_after_the_timeout_and_on_removal():
                                     b.create_topology())
             ops = log_config_handlers(cluster.nimbus.core)
 
-            def executed() -> int:
-                with counter.lock:
-                    return counter.n
-
             def more_executed() -> None:
-                start = executed()
-                poll(lambda: executed() > start + 100, message="the bolt to execute more tuples")
+                """Every bolt task executes two more tuples: the first may have passed its
+                level check before the level changed (and logs after it), the second started
+                after the change. A total over both tasks is not enough: one task can run
+                hundreds of tuples while the other waits for the GIL mid-`debug`."""
+                start = counter.per_task()
+                poll(lambda: all(counter.per_task().get(t, 0) >= start.get(t, 0) + 2 for t in (0, 1)),
+                     message="each bolt task to execute two more tuples")
 
             more_executed()
             assert records.debug == 0
