@@ -125,7 +125,7 @@ def compact_once(spark, table: Path, meta: dict[str, Any], policy: Policy, force
 
 def _merge(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool,
            pause: Callable[[str], None]) -> RunResult:
-    snap = G.read_snapshot(table)
+    snap = G.read_snapshot(table, tombstones=False)
     chosen = plan(snap, policy, force)
     if not chosen:
         return RunResult("nothing")
@@ -236,7 +236,7 @@ class Compactor:
             if meta is None:
                 continue
             try:
-                if not plan(G.read_snapshot(self.table), self.policy):
+                if not plan(G.read_snapshot(self.table, tombstones=False), self.policy):
                     continue
                 self.runs.append(compact_once(self._spark(), self.table, meta, self.policy))
             except Exception as exc:  # never the sink's problem: its commits stay readable

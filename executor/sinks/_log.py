@@ -2,11 +2,17 @@
 
     <table>/_storm_log/
       00000000000000000007.json        commit 7: {"op", "time", "add": [entry...], "remove": [path...]}
-      00000000000000000050.checkpoint.json   the whole state at version 50 (entries + tombstones)
+      00000000000000000050.checkpoint.json   the whole state at version 50: a line of entries,
+                                             then a line of tombstones (readers stop at the first)
+      _last_checkpoint                 {"version": 50}: the newest checkpoint (Delta's file of
+                                             that name); it only moves forward
 
 A reader takes the newest checkpoint, replays the commits after it and gets a Snapshot: the
 entries (batch directories and compacted directories) committed at one instant. It then reads
 exactly those files, so a commit or a compaction during the read changes nothing it returns.
+Readers and writers find the newest checkpoint through `_last_checkpoint` and the newest commit
+by opening the commits after it one by one, so neither lists the log directory, whose commits
+of the retention period can number hundreds of thousands.
 Files are deleted only once no snapshot can still need them: an entry a commit removed is kept
 for the retention period (Delta's VACUUM has the same rule), and so are log files.
 
@@ -22,6 +28,7 @@ checks without reading data).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -35,6 +42,8 @@ from typing import Any, Callable, Iterable, Mapping
 log = logging.getLogger(__name__)
 
 LOG_DIR = "_storm_log"
+HINT = "_last_checkpoint"
+_HINT_LOCK = ".last_checkpoint.lock"
 CHECKPOINT_EVERY = 50
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.json$")
@@ -47,6 +56,35 @@ class LogError(RuntimeError):
 
 class Conflict(Exception):
     """A commit's precondition no longer holds (e.g. a compaction's inputs were removed)."""
+
+
+class PackedBatches(Mapping[str, int]):
+    """A compacted entry's batch map as the log stores it, one JSON string, parsed on first use:
+    reading the data needs only an entry's files, and parsing the 100,000 batch ids of a large
+    compaction costs ~60 ms, on every read of the table."""
+
+    __slots__ = ("text", "_map")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._map: dict[str, int] | None = None
+
+    def _get(self) -> dict[str, int]:
+        if self._map is None:
+            self._map = json.loads(self.text)
+        return self._map
+
+    def __getitem__(self, key: str) -> int:
+        return self._get()[key]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return f"PackedBatches({len(self)} batches)"
 
 
 @dataclass(frozen=True)
@@ -65,19 +103,29 @@ class Entry:
         return sum(self.files.values())
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "batches": dict(self.batches), "files": dict(self.files)}
+        if isinstance(self.batches, PackedBatches):
+            batches: Any = self.batches.text
+        elif self.kind == "compacted":
+            batches = json.dumps(dict(self.batches), separators=(",", ":"))
+        else:
+            batches = dict(self.batches)
+        return {"path": self.path, "kind": self.kind, "batches": batches, "files": dict(self.files)}
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> "Entry":
-        return Entry(str(doc["path"]), str(doc["kind"]), {str(k): int(v) for k, v in doc["batches"].items()},
-                     {str(k): int(v) for k, v in doc["files"].items()})
+        # JSON keys are strings and the log's own writer wrote the values: no conversion.
+        raw = doc["batches"]
+        batches = PackedBatches(raw) if isinstance(raw, str) else dict(raw)
+        return Entry(str(doc["path"]), str(doc["kind"]), batches, dict(doc["files"]))
 
 
 @dataclass(frozen=True)
 class Snapshot:
     version: int                                    # -1: an empty table
     entries: Mapping[str, Entry] = field(default_factory=dict)
-    tombstones: Mapping[str, float] = field(default_factory=dict)  # removed path -> when
+    # removed path -> when; read_snapshot(..., tombstones=False) leaves out the checkpoint's
+    # (readers need only the entries; vacuum and checkpoints need all of them)
+    tombstones: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def batch_rows(self) -> dict[str, int]:
@@ -156,7 +204,58 @@ def exists(table: Path) -> bool:
     return log_dir(table).is_dir()
 
 
-def latest_version(table: Path) -> int:
+def read_hint(table: Path) -> int | None:
+    """The newest checkpoint's version as `_last_checkpoint` says, None without one."""
+    try:
+        return int(json.loads((log_dir(table) / HINT).read_text(encoding="utf-8"))["version"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LogError(f"table log file {log_dir(table) / HINT} cannot be read: {exc}") from None
+
+
+def _write_hint(table: Path, version: int) -> None:
+    """Move `_last_checkpoint` to `version` unless it is already further: it never goes back,
+    which is what lets a reader trust the commits after it (clean_log removes only files
+    before it). Writers serialise on a lock file; readers never take it."""
+    fd = os.open(log_dir(table) / _HINT_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        current = read_hint(table)
+        if current is None or version > current:
+            tmp = _write_tmp(table, {"version": version})
+            os.replace(tmp, log_dir(table) / HINT)
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def _probe(table: Path, after: int, read: bool) -> list[tuple[int, dict[str, Any] | None]]:
+    """The commits after version `after`, opened in order until one does not exist (with
+    `read`, their contents)."""
+    out: list[tuple[int, dict[str, Any] | None]] = []
+    version = after + 1
+    while True:
+        path = log_dir(table) / commit_name(version)
+        if read:
+            try:
+                out.append((version, _read_json(path)))
+            except FileNotFoundError:
+                return out
+        elif path.exists():
+            out.append((version, None))
+        else:
+            return out
+        version += 1
+
+
+def latest_version(table: Path, attempts: int = 5) -> int:
+    for _attempt in range(attempts):
+        hint = read_hint(table)
+        if hint is None:
+            break
+        found = _probe(table, hint, read=False)
+        if read_hint(table) == hint:  # else a cleanup may have removed what was probed
+            return found[-1][0] if found else hint
     commits, checkpoints = _listing(table)
     return max(commits[-1:] + checkpoints[-1:], default=-1)
 
@@ -173,13 +272,53 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _snapshot_from_checkpoint(doc: Mapping[str, Any], version: int) -> Snapshot:
-    return Snapshot(version, {e["path"]: Entry.from_json(e) for e in doc.get("entries", [])},
-                    {str(p): float(t) for p, t in doc.get("tombstones", {}).items()})
+def _read_checkpoint(table: Path, version: int, tombstones: bool) -> Snapshot:
+    """A checkpoint: its first line (entries), and with `tombstones` its second (a checkpoint
+    written before the split holds both in one line)."""
+    path = log_dir(table) / checkpoint_name(version)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [f.readline()] + ([f.readline()] if tombstones else [])
+        docs = [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise LogError(f"table log file {path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise LogError(f"table log file {path} is not a checkpoint")
+    removed = {} if not tombstones else {str(p): float(t) for d in docs for p, t in d.get("tombstones", {}).items()}
+    return Snapshot(version, {e["path"]: Entry.from_json(e) for e in docs[0].get("entries", [])}, removed)
 
 
-def read_snapshot(table: Path, attempts: int = 5) -> Snapshot:
-    """The state at the newest commit: newest checkpoint, then the commits after it."""
+def _from_hint(table: Path, tombstones: bool) -> Snapshot | None:
+    """The newest state through `_last_checkpoint`, None when there is none or it moved."""
+    hint = read_hint(table)
+    if hint is None:
+        return None
+    try:
+        start = _read_checkpoint(table, hint, tombstones)
+    except FileNotFoundError:
+        return None  # cleaned after a newer one: the caller tries again
+    commits = _probe(table, hint, read=True)
+    if read_hint(table) != hint:
+        return None  # a cleanup may have removed commits after the old checkpoint
+    return replay(start, commits)  # type: ignore[arg-type]
+
+
+def read_snapshot(table: Path, attempts: int = 5, tombstones: bool = True) -> Snapshot:
+    """The state at the newest commit: newest checkpoint, then the commits after it. Without
+    `tombstones`, only the commits' (what a reader needs: the entries)."""
+    for _attempt in range(attempts):
+        snap = _from_hint(table, tombstones)
+        if snap is not None:
+            return snap
+        if read_hint(table) is None:
+            break
+    return _read_listed(table, attempts, tombstones)
+
+
+def _read_listed(table: Path, attempts: int, tombstones: bool) -> Snapshot:
+    """read_snapshot by listing the log (a log without `_last_checkpoint`)."""
     for attempt in range(attempts):
         commits, checkpoints = _listing(table)
         if not commits and not checkpoints:
@@ -189,7 +328,7 @@ def read_snapshot(table: Path, attempts: int = 5) -> Snapshot:
             if base is None:
                 start, after = Snapshot(-1), commits
             else:
-                start = _snapshot_from_checkpoint(_read_json(log_dir(table) / checkpoint_name(base)), base)
+                start = _read_checkpoint(table, base, tombstones)
                 after = [c for c in commits if c > base]
             expected = list(range(start.version + 1, max(commits[-1:] + [start.version]) + 1))
             if after != expected:
@@ -230,7 +369,7 @@ def commit(table: Path, op: str, add: Iterable[Entry] = (), remove: Iterable[str
             except FileExistsError:
                 version = latest_version(table) + 1
                 if check is not None:
-                    check(read_snapshot(table))
+                    check(read_snapshot(table, tombstones=False))
                 continue
             if version and version % CHECKPOINT_EVERY == 0:
                 try:
@@ -244,25 +383,38 @@ def commit(table: Path, op: str, add: Iterable[Entry] = (), remove: Iterable[str
 
 
 def write_checkpoint(table: Path, snapshot: Snapshot) -> None:
-    """The whole state at the snapshot's version; tombstones of directories already deleted
-    (vacuumed) are left out, so the checkpoint does not grow with the table's age."""
+    """The whole state at the snapshot's version (read with tombstones), then `_last_checkpoint`;
+    tombstones of directories already deleted (vacuumed) are left out, so the checkpoint does
+    not grow with the table's age. Entries and tombstones go on two lines: a reader parses only
+    the first (after a compaction of 100,000 batches the second holds 100,000 paths)."""
     tombstones = {p: t for p, t in sorted(snapshot.tombstones.items()) if (table / p).exists()}
-    doc = {"log": LOG_VERSION, "version": snapshot.version,
-           "entries": [e.to_json() for _p, e in sorted(snapshot.entries.items())], "tombstones": tombstones}
-    tmp = _write_tmp(table, doc)
+    head = {"log": LOG_VERSION, "version": snapshot.version,
+            "entries": [e.to_json() for _p, e in sorted(snapshot.entries.items())]}
+    tmp = log_dir(table) / f".tmp-{os.getpid()}-{secrets.token_hex(6)}.json"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for doc in (head, {"tombstones": tombstones}):
+            json.dump(doc, f, sort_keys=True, separators=(",", ":"))
+            f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, log_dir(table) / checkpoint_name(snapshot.version))
+    _write_hint(table, snapshot.version)
 
 
 def clean_log(table: Path, now: float, retention_secs: float) -> int:
     """Remove log files older than the retention period that the newest checkpoint made
     unnecessary; return how many."""
     commits, checkpoints = _listing(table)
-    if not checkpoints:
-        return 0
-    newest = checkpoints[-1]
+    # The checkpoint `_last_checkpoint` names, not the newest listed: readers trust the commits
+    # after the one it names (a checkpoint file can be there before its hint is).
+    newest = read_hint(table)
+    if newest is None:
+        if not checkpoints:
+            return 0
+        newest = checkpoints[-1]
     # Commits the newest checkpoint covers, except its own version's: the newest commit file
     # always stays, so a writer listing the log never takes a version that was already used.
-    names = [commit_name(c) for c in commits if c < newest] + [checkpoint_name(c) for c in checkpoints[:-1]]
+    names = [commit_name(c) for c in commits if c < newest] + [checkpoint_name(c) for c in checkpoints if c < newest]
     removed = 0
     for name in names:
         path = log_dir(table) / name

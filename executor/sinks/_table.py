@@ -65,13 +65,16 @@ def ensure_log(table: Path) -> None:
         log.info("table %s: its %d batches are now in the table log %s", table, len(entries), G.log_dir(table))
 
 
-def snapshot(table: Path) -> G.Snapshot:
-    """The committed state a reader reads, at one instant."""
-    if G.exists(table) and G.latest_version(table) >= 0:
+def snapshot(table: Path, tombstones: bool = False) -> G.Snapshot:
+    """The committed state a reader reads, at one instant (`tombstones`: all of them, for
+    vacuum; a reader needs only the entries)."""
+    if G.exists(table):
         try:
-            return G.read_snapshot(table)
+            snap = G.read_snapshot(table, tombstones=tombstones)
         except G.LogError as exc:
             raise L.SinkTableError(str(exc)) from None
+        if snap.version >= 0:
+            return snap
     return _legacy_snapshot(table)
 
 
@@ -88,7 +91,7 @@ def _orphans(table: Path, snap: G.Snapshot) -> list[str]:
 def vacuum(table: Path, retention_secs: float, now: float | None = None) -> list[str]:
     """Delete what no snapshot can need (see the module doc); return the paths deleted."""
     now = time.time() if now is None else now
-    snap = snapshot(table)
+    snap = snapshot(table, tombstones=True)
     if snap.version < 0:
         return []
     doomed = G.removable(snap, now, retention_secs)

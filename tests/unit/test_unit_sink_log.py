@@ -117,3 +117,60 @@ def test_a_log_cleaned_down_to_its_checkpoint_keeps_its_version(tmp_path):
     assert G.read_snapshot(tmp_path) == state
     assert G.commit(tmp_path, "append", [batch(999)]) == G.CHECKPOINT_EVERY + 1
     assert len(G.read_snapshot(tmp_path).entries) == G.CHECKPOINT_EVERY + 2
+
+
+def _no_listing(monkeypatch):
+    def refuse(path):
+        raise AssertionError(f"listed {path}")
+    monkeypatch.setattr(G.os, "listdir", refuse)
+
+
+def test_readers_and_writers_find_the_newest_commit_without_listing_the_log(tmp_path, monkeypatch):
+    for i in range(G.CHECKPOINT_EVERY + 3):
+        G.commit(tmp_path, "append", [batch(i)])
+    assert G.read_hint(tmp_path) == G.CHECKPOINT_EVERY
+    listed = G._read_listed(tmp_path, 5, True)
+    _no_listing(monkeypatch)
+    assert G.read_snapshot(tmp_path) == listed
+    assert G.latest_version(tmp_path) == G.CHECKPOINT_EVERY + 2
+    assert G.commit(tmp_path, "append", [batch(999)]) == G.CHECKPOINT_EVERY + 3
+
+
+def test_a_reader_skips_the_checkpoints_tombstones(tmp_path):
+    for i in range(4):
+        G.commit(tmp_path, "append", [batch(i)])
+    merged = G.Entry("_storm_compacted/storm_compaction=c", "compacted", {f"b{i:04d}": 10 for i in range(4)}, {})
+    G.commit(tmp_path, "compact", [merged], [batch(i).path for i in range(4)], clock=lambda: 7.0)
+    for i in range(4):
+        (tmp_path / batch(i).path).mkdir()  # not vacuumed yet: the checkpoint keeps their tombstones
+    G.write_checkpoint(tmp_path, G.read_snapshot(tmp_path))
+    G.commit(tmp_path, "append", [batch(9)])
+    full, lite = G.read_snapshot(tmp_path), G.read_snapshot(tmp_path, tombstones=False)
+    assert full.entries == lite.entries and full.version == lite.version == 5
+    assert full.tombstones == {batch(i).path: 7.0 for i in range(4)} and lite.tombstones == {}
+
+
+def test_a_checkpoint_of_one_line_is_still_read(tmp_path):
+    for i in range(3):
+        G.commit(tmp_path, "append", [batch(i)])
+    state = G.read_snapshot(tmp_path)
+    doc = {"log": 1, "version": 2, "entries": [e.to_json() for e in state.entries.values()], "tombstones": {"x": 1.0}}
+    (G.log_dir(tmp_path) / G.checkpoint_name(2)).write_text(__import__("json").dumps(doc))
+    assert G.read_snapshot(tmp_path).entries == state.entries
+    assert G.read_snapshot(tmp_path).tombstones == {"x": 1.0}
+
+
+def test_the_hint_never_goes_back_and_cleanup_keeps_what_follows_it(tmp_path):
+    for i in range(2 * G.CHECKPOINT_EVERY + 1):
+        G.commit(tmp_path, "append", [batch(i)])
+    assert G.read_hint(tmp_path) == 2 * G.CHECKPOINT_EVERY
+    G._write_hint(tmp_path, G.CHECKPOINT_EVERY)  # a slow writer of an older checkpoint
+    assert G.read_hint(tmp_path) == 2 * G.CHECKPOINT_EVERY
+    # A checkpoint file newer than the hint (its writer not yet at the hint): cleanup keeps
+    # the commits after the hint, which readers going by the hint replay.
+    os.replace(G.log_dir(tmp_path) / G.HINT, G.log_dir(tmp_path) / "saved")
+    G._write_hint(tmp_path, G.CHECKPOINT_EVERY)
+    G.clean_log(tmp_path, now=10**10, retention_secs=60)
+    names = set(os.listdir(G.log_dir(tmp_path)))
+    assert G.commit_name(G.CHECKPOINT_EVERY + 1) in names and G.commit_name(G.CHECKPOINT_EVERY - 1) not in names
+    assert len(G.read_snapshot(tmp_path).entries) == 2 * G.CHECKPOINT_EVERY + 1
