@@ -82,8 +82,11 @@ def upload(client, path: Path) -> str:
 
 
 def _default_name(path: Path) -> str:
-    base = path.parent.name if path.suffix == ".py" else path.stem
-    return base.replace(".", "-") or "topology"
+    from executor.topology_file import default_name
+
+    if path.suffix == ".py":
+        return default_name(path)
+    return path.stem.replace(".", "-") or "topology"
 
 
 @jar.command()

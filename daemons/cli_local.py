@@ -109,14 +109,14 @@ def next_status_time(previous: float, now: float) -> float:
 def local(file, duration, name, ui_port, conf, overrides):
     """Run a topology file in an in-process LocalCluster."""
     from daemons.local import LocalCluster
-    from executor.topology_file import load_topology_file
+    from executor.topology_file import default_name, load_topology_file
 
     try:
         tf = load_topology_file(file)
         topo_conf = topology_conf(tf.config, overrides, f"topology file {tf.path} config")
     except (InvalidTopologyError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
-    name = name or tf.path.parent.name.replace(".", "-") or "topology"
+    name = name or default_name(tf.path)
     spouts = set(tf.topology.spouts)
     # The topology's workers run in this process: it gets their process-wide settings.
     apply_gc_thresholds({**conf, **topo_conf})

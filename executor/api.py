@@ -9,11 +9,13 @@ from executor.errors import (
     InvalidTopologyError,
     NotAliveError,
 )
+from executor.multilang.bolt import ShellBolt
+from executor.multilang.spout import ShellSpout
 from executor.topology import BoltDeclarer, SpoutDeclarer, StormTopology, TopologyBuilder
 from executor.tuple import Fields, Tuple
 
 __all__ = [
     "Spout", "Bolt", "BasicBolt", "TopologyBuilder", "Fields", "FailedException", "InvalidTopologyError",
     "AlreadyAliveError", "NotAliveError", "EmitError", "Tuple", "TopologyContext", "OutputFieldsDeclarer",
-    "StormTopology", "SpoutDeclarer", "BoltDeclarer",
+    "StormTopology", "SpoutDeclarer", "BoltDeclarer", "ShellBolt", "ShellSpout",
 ]

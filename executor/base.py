@@ -138,8 +138,22 @@ class ExecutorBase:
                     self._die(exc)
                 if self.dead is None:
                     self._shutdown_components()
+            if self.dead is not None:
+                self._release_components()
         finally:
             self.stopped.set()
+
+    def _release_components(self) -> None:
+        """After a death, what must not outlive the executor even so: a shell component's
+        subprocess (in a worker process the supervisor kills its process group; on LocalCluster
+        the worker is threads of this process, and nothing else would stop it)."""
+        for task in self.task_ids:
+            release = getattr(self.w.objs.get(task), "_release_on_death", None)
+            if release is not None:
+                try:
+                    release()
+                except Exception:
+                    log.exception("executor %s: releasing task %d after its death failed", self.name, task)
 
     def step(self) -> int:
         raise NotImplementedError

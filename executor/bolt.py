@@ -9,6 +9,7 @@ from random import getrandbits
 from executor.acker import ACK, AckerLedger
 from executor.base import ExecutorBase
 from executor.errors import EmitError, FailedException
+from executor.receive_queue import Calls
 from executor.scheduling import BLOCKED, BUSY, IDLE
 from executor.serialization import (
     ACKER_ACK,
@@ -97,6 +98,11 @@ class OutputCollector:
 
     def report_error(self, exc: BaseException) -> None:
         self._ex.report_error(self._task, exc)
+
+    def call_soon(self, fn) -> None:
+        """Run fn() on the executor's thread, soon (executor.multilang: what its reader thread
+        read from the subprocess is acted on there); callable from any thread."""
+        self._ex.queue.publish_force(Calls([(self._task, fn)]))
 
 
 class BasicOutputCollector:
@@ -272,6 +278,11 @@ class BoltExecutor(ExecutorBase):
 
     def _process(self, batch) -> None:
         self._where = "execute"
+        if type(batch) is Calls:
+            for task, fn in batch:
+                self._cur_task = task
+                fn()
+            return
         objs = self.w.objs
         if len(self.task_ids) == 1:
             obj = objs[self.task_ids[0]]

@@ -20,6 +20,12 @@ import time
 from collections import deque
 
 
+class Calls(list):
+    """A system-lane batch of (task, fn): the consuming executor runs fn() on its own thread (a
+    multilang bolt's subprocess messages, read on another thread, act through the collector,
+    which only the executor's thread may use)."""
+
+
 class ReceiveQueue:
     __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
                  "_measured", "_event", "_waiting")

@@ -22,6 +22,15 @@ class TopologyFile:
     config: dict
 
 
+def default_name(path: Path) -> str:
+    """A topology's name when none is given: its file's directory (a streamparse project's
+    topology: the file's name, as `sparse run` names it)."""
+    from executor.multilang.streamparse import project_root
+
+    base = path.stem if project_root(path) is not None else path.resolve().parent.name
+    return base.replace(".", "-") or "topology"
+
+
 def user_location(exc: BaseException, directory: Path) -> str | None:
     """`file:line` of the innermost frame of `exc` in the user's directory (None if none)."""
     if isinstance(exc, SyntaxError) and exc.filename:
@@ -51,12 +60,24 @@ def load_topology_file(path: str | Path) -> TopologyFile:
     directory = str(path.parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
+    from executor.multilang import streamparse
+
+    project = streamparse.project_root(path)
+    if project is not None and (project / streamparse.SRC_DIR).is_dir():
+        # a streamparse project's topology imports its components from src/
+        src = str(project / streamparse.SRC_DIR)
+        if src not in sys.path:
+            sys.path.insert(0, src)
     module_name = f"_storm_topology_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise InvalidTopologyError(f"topology file {path} cannot be imported as Python (name it *.py)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    # Shell components made while the file loads run their subprocesses in its directory.
+    from executor.multilang.component import PACKAGE_ROOT
+
+    root_token = PACKAGE_ROOT.set(directory)
     try:
         spec.loader.exec_module(module)
     except KeyboardInterrupt:
@@ -77,7 +98,17 @@ def load_topology_file(path: str | Path) -> TopologyFile:
         raise InvalidTopologyError(
             f"topology file {path} raised while loading: {type(exc).__name__}: {exc}"
             + (f" (at {where})" if where else "")) from None
+    finally:
+        PACKAGE_ROOT.reset(root_token)
     topology = getattr(module, "topology", None)
+    declared: dict = {}
+    if topology is None:
+        classes = streamparse.topology_classes(module)
+        if len(classes) > 1:
+            raise InvalidTopologyError(f"topology file {path} defines {len(classes)} streamparse topologies "
+                                       f"({', '.join(c.__name__ for c in classes)}); keep one per file")
+        if classes:
+            topology, declared = streamparse.to_storm(classes[0], project, {})
     if topology is None:
         raise InvalidTopologyError(
             f"topology file {path} defines no module attribute 'topology' "
@@ -91,4 +122,4 @@ def load_topology_file(path: str | Path) -> TopologyFile:
         config = {}
     if not isinstance(config, dict):
         raise InvalidTopologyError(f"topology file {path}: 'config' must be a dict, got {type(config).__name__}")
-    return TopologyFile(path, topology, dict(config))
+    return TopologyFile(path, topology, {**declared, **config})

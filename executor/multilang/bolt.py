@@ -1,0 +1,183 @@
+"""ShellBolt: a bolt whose execute runs in a subprocess speaking Storm's multilang protocol
+(Storm's ShellBolt.java).
+
+Threads: the executor's thread sends each input to a bounded queue (execute waits while
+`topology.shellbolt.max.pending` tuples are queued), a writer thread owns the subprocess's
+stdin, a reader thread reads its messages and hands each batch to the executor's thread
+(collector.call_soon), which alone emits, acks and fails; a monitor thread asks for a heartbeat
+every second and ends the bolt when nothing came back for `topology.subprocess.timeout.secs`.
+Any failure (an exit, a timeout, a broken message, an ack of an unknown id) is a ShellError
+raised on the executor's thread: the worker dies and is restarted, as Storm's does; the
+tuples in flight are replayed from their spouts.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import random
+import threading
+import time
+from typing import Any
+
+from executor.components import Bolt
+from executor.multilang import protocol as P
+from executor.multilang.component import ShellComponent
+from executor.multilang.process import ShellError, ShellProcess, StdinClosed
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_SECS = 1.0
+
+
+class ShellBolt(ShellComponent, Bolt):
+    """`ShellBolt(command, script, outputs=...)`: e.g. `ShellBolt("python3", "splitsentence.py",
+    outputs=["word"])`; `outputs` is a list of fields (the default stream) or a dict of stream ->
+    fields (or {"fields": [...], "direct": True}); or subclass and declare_output_fields."""
+
+    def prepare(self, conf, context, collector) -> None:
+        self._collector = collector
+        self._task = context.this_task_id
+        self._inputs: dict[str, Any] = {}
+        self._rand = random.Random()
+        self._writes: queue.Queue = queue.Queue(int(conf.get("topology.shellbolt.max.pending") or 100))
+        self._task_ids: collections.deque = collections.deque()  # replies to emits, written first
+        self._running = True
+        self._dead: ShellError | None = None
+        self._dying: str | None = None  # what happened, seen on another thread
+        self._heartbeat_due = False
+        self.metrics: dict[str, Any] = {}
+        self._proc = self._launch(conf, context)
+        self._last_heard = time.monotonic()
+        self._proc.start_reader(self._on_messages, self._on_end)
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=run, name=f"multilang-{role}-{self._task}", daemon=True)
+                         for role, run in (("writer", self._write_loop), ("monitor", self._monitor))]
+        for t in self._threads:
+            t.start()
+
+    # ---- executor thread ----
+    def execute(self, tup) -> None:
+        self._raise_if_dead()
+        msg_id = str(self._rand.getrandbits(63))
+        self._inputs[msg_id] = tup
+        msg = P.bolt_tuple(msg_id, tup.source_component, tup.source_stream, tup.source_task, tup.values)
+        while True:
+            try:
+                self._writes.put(msg, timeout=0.5)
+                return
+            except queue.Full:
+                self._raise_if_dead()  # a subprocess that stopped reading: its death ends the wait
+
+    def _handle(self, messages: list) -> None:
+        self._raise_if_dead()
+        for raw in messages:
+            try:
+                msg = P.parse(raw, "bolt")
+            except P.ProtocolError as exc:
+                raise self._proc.error(f"broke the protocol: {exc}") from None
+            if isinstance(msg, P.Emit):
+                self._emit(msg)
+                continue
+            name, body = msg.name, msg.raw
+            if name in ("ack", "fail"):
+                tup = self._inputs.pop(str(body["id"]), None)
+                if tup is None:
+                    raise self._proc.error(f"sent {name} of id {body['id']!r}, which is unknown or already "
+                                           f"acked/failed: {P.clip(body)}")
+                (self._collector.ack if name == "ack" else self._collector.fail)(tup)
+            elif name == "log":
+                self._proc.log.log(P.log_level(body), "%s", body.get("msg"))
+            elif name == "error":
+                self._proc.last_error = str(body.get("msg"))
+                self._collector.report_error(ShellError(f"{self._proc.where}: Shell Process Exception: "
+                                                        f"{body.get('msg')}"))
+            elif name == "metrics":
+                self.metrics[str(body["name"])] = body.get("params")
+            # sync: the answer to a heartbeat; hearing it is all it is for
+
+    def _emit(self, msg: P.Emit) -> None:
+        anchors = []
+        for a in msg.anchors:
+            tup = self._inputs.get(a)
+            if tup is None:
+                raise self._proc.error(f"emitted anchored onto id {a!r} after it was acked or failed: "
+                                       f"{P.clip(msg.values)}")
+            anchors.append(tup)
+        if msg.task:
+            self._collector.emit_direct(msg.task, msg.values, anchors, stream=msg.stream)
+        else:
+            tasks = self._collector.emit(msg.values, anchors, stream=msg.stream)
+            if msg.need_task_ids:
+                self._task_ids.append(list(tasks))
+                self._heartbeat_wake()
+
+    def _raise_if_dead(self) -> None:
+        if self._dead is None and self._dying is not None:
+            # Built here, on the executor's thread, after the messages read before the end were
+            # handled: the error says what the subprocess last reported.
+            self._dead = self._proc.error(self._dying)
+        if self._dead is not None:
+            raise self._dead
+
+    # ---- other threads ----
+    def _on_messages(self, messages: list) -> None:
+        self._last_heard = time.monotonic()
+        self._collector.call_soon(lambda: self._handle(messages))
+
+    def _on_end(self, what: str) -> None:
+        if self._running:
+            self._die(what)
+
+    def _die(self, what: str) -> None:
+        if self._dying is None:
+            self._dying = what
+            self._collector.call_soon(self._raise_if_dead)  # wakes an idle executor to die
+
+    def _heartbeat_wake(self) -> None:
+        try:
+            self._writes.put_nowait(None)  # a no-op item: the writer looks at the task ids now
+        except queue.Full:
+            pass  # it is busy writing; it takes the task ids before its next tuple
+
+    def _write_loop(self) -> None:
+        try:
+            while self._running:
+                try:
+                    item = self._writes.get(timeout=0.2)
+                except queue.Empty:
+                    item = None
+                while self._task_ids:
+                    self._proc.write(self._task_ids.popleft())
+                if self._heartbeat_due:
+                    self._heartbeat_due = False
+                    self._proc.write(P.heartbeat(str(self._rand.getrandbits(63))))
+                if item is not None:
+                    self._proc.write(item)
+        except StdinClosed as exc:
+            if self._running:
+                self._die(str(exc))
+
+    def _monitor(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECS):
+            silent = time.monotonic() - self._last_heard
+            if silent > self._timeout:
+                self._die(f"did not answer for {silent:.0f}s (topology.subprocess.timeout.secs is "
+                          f"{self._timeout:g}): subprocess heartbeat timeout")
+                return
+            self._heartbeat_due = True
+            self._heartbeat_wake()
+
+    def cleanup(self) -> None:
+        self._running = False
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
+        proc: ShellProcess | None = getattr(self, "_proc", None)
+        if proc is not None:
+            proc.destroy()
+        for t in getattr(self, "_threads", ()):
+            t.join(2)
+        self._remove_pid_dir()
+        self._inputs.clear()

@@ -1,0 +1,119 @@
+"""ShellSpout: a spout whose next_tuple/ack/fail run in a subprocess speaking Storm's multilang
+protocol (Storm's ShellSpout.java).
+
+Synchronous, like Storm's: each call writes one command and handles what the subprocess sends
+(emits, logs, errors, metrics) until its `sync`, on the executor's thread, which alone owns the
+subprocess's stdin. A reader thread only turns stdout into messages. No `sync` within
+`topology.subprocess.timeout.secs`, an exit or a broken message is a ShellError: the worker
+dies and is restarted; tuples not acked are replayed by the new spout as it chooses (a
+reliable spout's own bookkeeping, as in Storm).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from typing import Any
+
+from executor.components import Spout
+from executor.multilang import protocol as P
+from executor.multilang.component import ShellComponent
+from executor.multilang.process import ShellError, ShellProcess, StdinClosed
+
+log = logging.getLogger(__name__)
+
+_END = object()
+
+
+class ShellSpout(ShellComponent, Spout):
+    """`ShellSpout(command, script, outputs=...)`, as ShellBolt."""
+
+    def open(self, conf, context, collector) -> None:
+        self._collector = collector
+        self._inbox: queue.Queue = queue.Queue()
+        self._running = True
+        self._ended: str | None = None
+        self.metrics: dict[str, Any] = {}
+        self._proc = self._launch(conf, context)
+        self._proc.start_reader(self._inbox.put, self._on_end)
+        self._batch: list = []
+
+    def _on_end(self, what: str) -> None:
+        self._ended = what
+        self._inbox.put(_END)
+
+    # Storm's ShellSpout.querySubprocess
+    def _query(self, command: str, msg_id: Any = "") -> None:
+        proc = self._proc
+        self._write(P.spout_command(command, msg_id))
+        deadline = time.monotonic() + self._timeout
+        while True:
+            while not self._batch:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise proc.error(f"did not answer {command!r} with sync within {self._timeout:g}s "
+                                     f"(topology.subprocess.timeout.secs): subprocess heartbeat timeout")
+                try:
+                    item = self._inbox.get(timeout=min(remaining, 1.0))
+                except queue.Empty:
+                    continue
+                if item is _END:
+                    raise proc.error(self._ended or "exited")
+                self._batch = list(item)
+            raw = self._batch.pop(0)
+            try:
+                msg = P.parse(raw, "spout")
+            except P.ProtocolError as exc:
+                raise proc.error(f"broke the protocol: {exc}") from None
+            if isinstance(msg, P.Emit):
+                self._emit(msg)
+                continue
+            name, body = msg.name, msg.raw
+            if name == "sync":
+                return
+            if name == "log":
+                proc.log.log(P.log_level(body), "%s", body.get("msg"))
+            elif name == "error":
+                proc.last_error = str(body.get("msg"))
+                self._collector.report_error(ShellError(f"{proc.where}: Shell Process Exception: {body.get('msg')}"))
+            elif name == "metrics":
+                self.metrics[str(body["name"])] = body.get("params")
+            else:  # ack/fail are a bolt's
+                raise proc.error(f"sent {name!r}, which a spout cannot: {P.clip(body)}")
+
+    def _emit(self, msg: P.Emit) -> None:
+        if msg.task:
+            self._collector.emit_direct(msg.task, msg.values, stream=msg.stream, msg_id=msg.msg_id)
+            return
+        tasks = self._collector.emit(msg.values, stream=msg.stream, msg_id=msg.msg_id)
+        if msg.need_task_ids:
+            self._write(list(tasks))
+
+    def _write(self, message) -> None:
+        try:
+            self._proc.write(message)
+        except StdinClosed as exc:
+            raise self._proc.error(str(exc)) from None
+
+    def next_tuple(self) -> None:
+        self._query("next")
+
+    def ack(self, msg_id) -> None:
+        self._query("ack", msg_id)
+
+    def fail(self, msg_id) -> None:
+        self._query("fail", msg_id)
+
+    def activate(self) -> None:
+        self._query("activate")
+
+    def deactivate(self) -> None:
+        self._query("deactivate")
+
+    def close(self) -> None:
+        self._running = False
+        proc: ShellProcess | None = getattr(self, "_proc", None)
+        if proc is not None:
+            proc.destroy()
+        self._remove_pid_dir()
