@@ -46,13 +46,15 @@ class ShellComponent:
 
     def __init__(self, command: str | Sequence[str], script: str | None = None, outputs: Any = None,
                  env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
-                 python_path: Sequence[str] = ()):
+                 python_path: Sequence[str] = (), serializer_arg: bool = False):
         if isinstance(command, str):
             command = [command]
         if not command or not all(isinstance(c, str) and c for c in command):
             raise InvalidTopologyError(f"{type(self).__name__}: command must be a program (and its arguments), "
                                        f"got {command!r}")
         self.command = [*command, *([script] if script else [])]
+        # streamparse_run takes the serializer as `-s NAME` before the class (sparse run's way)
+        self.serializer_arg = serializer_arg
         self.outputs = _outputs(f"{type(self).__name__}({' '.join(self.command)})", outputs)
         self.env = dict(env or {})
         self.cwd = None if cwd is None else os.fspath(cwd)
@@ -71,8 +73,11 @@ class ShellComponent:
         root = self.package_root
         cwd = self.cwd or code_dir(root)
         python_path = [os.path.join(root, p) if root and not os.path.isabs(p) else p for p in self.python_path]
-        proc = ShellProcess(self.command, context.this_component_id, context.this_task_id,
-                            P.framing(conf.get("topology.multilang.serializer") or "json"), cwd,
+        framing = P.framing(conf.get("topology.multilang.serializer") or "json")
+        command = self.command
+        if self.serializer_arg:
+            command = [*command[:-1], f"-s {framing.name} {command[-1]}"]
+        proc = ShellProcess(command, context.this_component_id, context.this_task_id, framing, cwd,
                             child_env(self.env, python_path))
         self._pid_dir = tempfile.mkdtemp(prefix=f"storm-py-pids-{context.this_task_id}-")
         try:

@@ -84,7 +84,8 @@ def _grouping(declarer, source: str, stream: str, grouping, where: str) -> None:
 
 def to_storm(cls: type, root: Path | None, conf: dict[str, Any]) -> tuple[StormTopology, dict[str, Any]]:
     """The StormTopology of a streamparse Topology class and the conf it declares (its `config`,
-    with the project's serializer)."""
+    and config.json's serializer as topology.multilang.serializer, which a run's conf may
+    override: streamparse_run is told the serializer when it starts)."""
     name = cls.__name__
     project = project_config(root) if root is not None else {}
     serializer = str(conf.get("topology.multilang.serializer") or project.get("serializer") or "json")
@@ -100,14 +101,13 @@ def to_storm(cls: type, root: Path | None, conf: dict[str, Any]) -> tuple[StormT
         if not isinstance(par, int):
             raise InvalidTopologyError(f"{where}: par is per environment ({par!r}); storm-py needs a number")
         script = shell.script
-        if shell.execution_command == "streamparse_run" and "-s " not in f" {script} ":
-            script = f"-s {serializer} {script}"
+        by_conf = shell.execution_command == "streamparse_run" and "-s " not in f" {script} "
         outputs = {s: {"fields": list(info.output_fields), "direct": bool(info.direct)}
                    for s, info in (spec.common.streams or {}).items()}
         kind = ShellSpout if spec.name in cls.thrift_spouts else ShellBolt
         component = kind(shell.execution_command, script or None, outputs=outputs,
                          cwd=None if src is None else str(src),
-                         python_path=[] if src is None else [str(src)])
+                         python_path=[] if src is None else [str(src)], serializer_arg=by_conf)
         if kind is ShellSpout:
             declarer = b.set_spout(spec.name, component, par)
         else:
