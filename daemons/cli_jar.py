@@ -33,12 +33,16 @@ def package_max_bytes(conf: Mapping[str, Any]) -> int:
 def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, Any]) -> Manifest:
     """Import the topology file, then package its directory with the structure and its config.
     Shared by `jar build` and `jar submit FILE.py`; failures are ClickExceptions naming the culprit."""
+    from executor.multilang.streamparse import project_root
     from executor.topology_file import load_topology_file
 
     try:
         tf = load_topology_file(topology_path)
         topo_conf = merge_configs(tf.config, source=f"{tf.path} config")
-        return build_package(tf.path.parent, tf.path.name, out, structure=tf.topology.structure.to_dict(),
+        # a streamparse project's topology: the package holds the project (src/, config.json)
+        root = project_root(tf.path)
+        src, name = (root, f"{tf.path.parent.name}/{tf.path.name}") if root else (tf.path.parent, tf.path.name)
+        return build_package(src, name, out, structure=tf.topology.structure.to_dict(),
                              conf=topo_conf, max_bytes=package_max_bytes(conf))
     except (InvalidTopologyError, ConfigError) as exc:  # PackageError is an InvalidTopologyError
         raise click.ClickException(str(exc)) from None

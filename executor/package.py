@@ -145,6 +145,17 @@ def entry_name_problem(name: str) -> str | None:
     return None
 
 
+def topology_file_problem(name: str) -> str | None:
+    """A package's topology file is at its root, or in `topologies/` (a streamparse project's
+    package holds the project); None when `name` is one of those."""
+    parts = name.split("/")
+    if len(parts) == 2 and parts[0] == "topologies":
+        parts = parts[1:]
+    if len(parts) != 1 or parts[0] in ("", ".", "..") or entry_name_problem(name):
+        return "must be a file name at the package root (or in topologies/ for a streamparse project)"
+    return None
+
+
 def entry_type_problem(info: zipfile.ZipInfo) -> str | None:
     """Why an entry is not a plain file (links, devices, directories), judged by its unix mode."""
     kind = stat.S_IFMT(info.external_attr >> 16)
@@ -257,8 +268,9 @@ def build_package(src_dir: str | os.PathLike, topology_file_name: str, out_path:
     out = Path(out_path).absolute()
     if not src.is_dir():
         raise PackageError(f"{src} is not a directory")
-    if "/" in topology_file_name or topology_file_name in ("", ".", ".."):
-        raise PackageError(f"topology file {topology_file_name!r} must be a file name inside {src}")
+    if topology_file_problem(topology_file_name):
+        raise PackageError(f"topology file {topology_file_name!r} {topology_file_problem(topology_file_name)} "
+                           f"of {src}")
     top = src / topology_file_name
     if top.is_symlink() or not top.is_file():
         raise PackageError(f"topology file {top} is not a regular file in {src}")
@@ -434,8 +446,8 @@ def parse_manifest(raw: bytes, source: str) -> Manifest:
         return value
 
     topology_file = field("topology_file", str, "a string")
-    if "/" in topology_file or entry_name_problem(topology_file):
-        raise bad(f"topology_file {topology_file!r} must be a file name at the package root")
+    if topology_file_problem(topology_file):
+        raise bad(f"topology_file {topology_file!r} {topology_file_problem(topology_file)}")
     conf = field("conf", dict, "an object")
     structure_data = field("structure", dict, "an object")
     try:

@@ -237,7 +237,7 @@ def test_size_over_the_limit_is_refused(topo_dir, tmp_path):
 def test_reserved_manifest_name_and_bad_topology_file_name(topo_dir, tmp_path):
     with pytest.raises(PackageError, match="nope.py"):
         build_package(topo_dir, "nope.py", tmp_path / "p.zip", structure=_structure(), conf={}, max_bytes=LIMIT)
-    with pytest.raises(PackageError, match="file name inside"):
+    with pytest.raises(PackageError, match="must be a file name at the package root"):
         build_package(topo_dir, "lib/data.txt", tmp_path / "p.zip", structure=_structure(), conf={},
                       max_bytes=LIMIT)
     (topo_dir / MANIFEST_NAME).write_text("{}")
