@@ -9,7 +9,7 @@ from multilang_helpers import COMPONENTS, Shared, SinkBolt, ValuesSpout
 from testutil import wait_until as poll
 
 from daemons.local import LocalCluster
-from executor.api import ShellBolt, TopologyBuilder
+from executor.api import ShellBolt, ShellSpout, TopologyBuilder
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,3 +54,28 @@ def test_a_misbehaving_subprocess_is_one_clear_error_and_a_restart(case, tmp_pat
         with shared.lock:
             seen = {v for (v,) in shared.seen}
         assert shared.acked <= seen
+
+
+@pytest.mark.parametrize("mode, says", [
+    ("exit", ["exit code 4", "flaky spout: exit on purpose"]),
+    ("hang", ["did not answer 'next' with sync within 3s", "flaky spout: hang on purpose"]),
+    ("ack-from-spout", ["sent 'ack', which a spout cannot"]),
+])
+def test_a_misbehaving_spout_subprocess_is_one_clear_error_and_a_restart(mode, says, tmp_path):
+    shared = Shared()
+    b = TopologyBuilder()
+    b.set_spout("flaky", ShellSpout(["python3", "features.py", "FlakySpout", "json"], outputs=["n"], cwd=COMPONENTS))
+    b.set_bolt("sink", SinkBolt(shared)).shuffle_grouping("flaky")
+    conf = {"topology.subprocess.timeout.secs": 3, "topology.max.spout.pending": 10, "test.mode": mode,
+            "test.dir": str(tmp_path)}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("flaky", conf, b.create_topology())
+        died = poll(lambda: cluster.died("flaky"), timeout=30, message=f"the worker's death ({mode})")
+        text = str(died[0])
+        assert "component 'flaky'" in text and "features.py FlakySpout" in text, text
+        for phrase in says:
+            assert phrase in text, f"{phrase!r} not in {text!r}"
+        with shared.lock:
+            before = len(shared.seen)
+        # restarted: the new spout's tuples (its early emit first) reach the sink
+        poll(lambda: len(shared.seen) > before + 25, timeout=60, message="tuples after the restart")

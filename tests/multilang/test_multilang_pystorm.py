@@ -143,3 +143,34 @@ class SinkTask(SinkBolt):
         with self.shared.lock:
             self.shared.seen.append((*tup.values, self.task))
         self.collector.ack(tup)
+
+
+@pytest.mark.parametrize("serializer", SERIALIZERS)
+def test_the_handshake_and_messages_before_the_first_command(serializer, tmp_path):
+    shared = Shared()
+    b = TopologyBuilder()
+    b.set_spout("numbers", shell(ShellSpout, "NumberSpout", serializer, ["n"]))
+    b.set_bolt("ctx", shell(ShellBolt, "ContextBolt", serializer, ["n"]), 2).fields_grouping("numbers", ["n"])
+    b.set_bolt("sink", SinkBolt(shared)).shuffle_grouping("ctx")
+
+    def done():
+        with shared.lock:
+            return len(shared.seen) >= 10 + 2
+
+    run(b, base_conf(serializer, tmp_path, 10, **{"test.secret": "x", "nimbus.authentication.secret": "s3"}),
+        done, "the numbers and the early emits")
+    with shared.lock:
+        assert [v for (v,) in shared.seen].count("early") == 2  # one per task, before any tuple
+    seen = records(tmp_path, "context")
+    assert len(seen) == 2
+    tasks = sorted(r["context"]["taskid"] for r in seen)
+    for r in seen:
+        ctx = r["context"]
+        assert ctx["componentid"] == "ctx" and ctx["task->component"][str(ctx["taskid"])] == "ctx"
+        assert sorted(int(t) for t, c in ctx["task->component"].items() if c == "ctx") == tasks
+        assert ctx["stream->outputfields"] == {"default": ["n"]}
+        assert ctx["source->stream->grouping"] == {"numbers": {"default": {"type": "FIELDS", "fields": ["n"]}}}
+        assert ctx["stream->target->grouping"] == {"default": {"sink": {"type": "SHUFFLE"}}}
+        assert str(r["pid"]) in r["pid_files"]  # the pidDir was writable
+        assert r["cwd"] == str(COMPONENTS) and r["count"] == 10
+        assert r["secrets"] == []  # the topology conf without its secrets

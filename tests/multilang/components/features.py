@@ -121,5 +121,54 @@ class NeedTaskIdsDefault(Bolt):
         record(self.conf, "default_ids", [n, went])
 
 
+
+class ContextBolt(Bolt):
+    """Records what the handshake told it; emits once before its first tuple arrives."""
+
+    def initialize(self, conf, context):
+        self.conf = conf
+        pid_files = os.listdir(self.pid_dir)
+        record(conf, "context", {"context": context, "pid_files": pid_files, "pid": os.getpid(),
+                                 "cwd": os.getcwd(), "secrets": [k for k in conf if "secret" in k],
+                                 "count": conf.get("test.count")})
+        self.emit(["early"])  # before any command: accepted, as Storm accepts it
+
+    def read_handshake(self):
+        msg = self.read_message()
+        self.pid_dir = msg["pidDir"]
+        open(os.path.join(self.pid_dir, str(self.pid)), "w").close()
+        self.send_message({"pid": self.pid})
+        return msg["conf"], msg["context"]
+
+    def process(self, tup):
+        self.emit([tup.values[0]])
+
+
+class FlakySpout(Spout):
+    """Emits numbers; on the 20th `next` of the first run it exits, hangs or breaks the protocol
+    as `test.mode` says (a marker file in test.dir: once per test)."""
+
+    def initialize(self, conf, context):
+        self.conf = conf
+        self.n = 0
+        self.marker = os.path.join(conf["test.dir"], "misbehaved")
+        self.emit([-1])  # before the first `next`: accepted
+
+    def next_tuple(self):
+        self.n += 1
+        if self.n == 20 and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            mode = self.conf["test.mode"]
+            print(f"flaky spout: {mode} on purpose", file=sys.stderr, flush=True)
+            if mode == "exit":
+                os._exit(4)
+            if mode == "hang":
+                import time
+                time.sleep(3600)
+            if mode == "ack-from-spout":
+                self.send_message({"command": "ack", "id": 1})
+        self.emit([self.n], tup_id=self.n)
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]](serializer=sys.argv[2] if len(sys.argv) > 2 else "json").run()
