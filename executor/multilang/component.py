@@ -16,6 +16,7 @@ from executor.multilang.process import ShellProcess, child_env, code_dir
 
 # The directory of the topology file being loaded (executor/topology_file.py sets it): a shell
 # component made while it loads runs its subprocess there (in its resources/ dir if it has one).
+SERIALIZER_ENV = "STORM_PY_MULTILANG_SERIALIZER"
 PACKAGE_ROOT: contextvars.ContextVar[str | None] = contextvars.ContextVar("storm_py_package_root", default=None)
 
 
@@ -77,8 +78,10 @@ class ShellComponent:
         command = self.command
         if self.serializer_arg:
             command = [*command[:-1], f"-s {framing.name} {command[-1]}"]
+        # The serializer is also in the environment, for scripts that pick theirs at start.
+        env = {SERIALIZER_ENV: framing.name, **self.env}
         proc = ShellProcess(command, context.this_component_id, context.this_task_id, framing, cwd,
-                            child_env(self.env, python_path))
+                            child_env(env, python_path))
         self._pid_dir = tempfile.mkdtemp(prefix=f"storm-py-pids-{context.this_task_id}-")
         try:
             proc.launch(P.handshake(_jsonable(conf), P.context_json(context), self._pid_dir), timeout)
