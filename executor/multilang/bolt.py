@@ -87,15 +87,8 @@ class ShellBolt(ShellComponent, Bolt):
                     raise self._proc.error(f"sent {name} of id {body['id']!r}, which is unknown or already "
                                            f"acked/failed: {P.clip(body)}")
                 (self._collector.ack if name == "ack" else self._collector.fail)(tup)
-            elif name == "log":
-                self._proc.log.log(P.log_level(body), "%s", body.get("msg"))
-            elif name == "error":
-                self._proc.last_error = str(body.get("msg"))
-                self._collector.report_error(ShellError(f"{self._proc.where}: Shell Process Exception: "
-                                                        f"{body.get('msg')}"))
-            elif name == "metrics":
-                self.metrics[str(body["name"])] = body.get("params")
-            # sync: the answer to a heartbeat; hearing it is all it is for
+            else:  # sync: the answer to a heartbeat; hearing it is all it is for
+                self._report(self._proc, name, body)
 
     def _emit(self, msg: P.Emit) -> None:
         anchors = []

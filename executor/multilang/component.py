@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 from executor.components import OutputFieldsDeclarer
 from executor.errors import InvalidTopologyError
 from executor.multilang import protocol as P
-from executor.multilang.process import ShellProcess, child_env, code_dir
+from executor.multilang.process import ShellError, ShellProcess, child_env, code_dir
 
 # The directory of the topology file being loaded (executor/topology_file.py sets it): a shell
 # component made while it loads runs its subprocess there (in its resources/ dir if it has one).
@@ -91,6 +91,20 @@ class ShellComponent:
             raise
         proc.log.info("launched subprocess `%s` with pid %s in %s", proc.describe_command(), proc.pid, cwd)
         return proc
+
+    def _report(self, proc: ShellProcess, name: str, body: Mapping[str, Any]) -> bool:
+        """Handle a `log`, `error` or `metrics` message (what bolts and spouts share); False
+        for any other command."""
+        if name == "log":
+            proc.log.log(P.log_level(body), "%s", body.get("msg"))
+        elif name == "error":
+            proc.last_error = str(body.get("msg"))
+            self._collector.report_error(ShellError(f"{proc.where}: Shell Process Exception: {body.get('msg')}"))
+        elif name == "metrics":
+            self.metrics[str(body["name"])] = body.get("params")
+        else:
+            return False
+        return True
 
     def _release_on_death(self) -> None:
         """The executor died (this component or another of it): kill the subprocess at once

@@ -19,7 +19,7 @@ from typing import Any
 from executor.components import Spout
 from executor.multilang import protocol as P
 from executor.multilang.component import ShellComponent
-from executor.multilang.process import ShellError, ShellProcess, StdinClosed
+from executor.multilang.process import ShellProcess, StdinClosed
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +72,7 @@ class ShellSpout(ShellComponent, Spout):
             name, body = msg.name, msg.raw
             if name == "sync":
                 return
-            if name == "log":
-                proc.log.log(P.log_level(body), "%s", body.get("msg"))
-            elif name == "error":
-                proc.last_error = str(body.get("msg"))
-                self._collector.report_error(ShellError(f"{proc.where}: Shell Process Exception: {body.get('msg')}"))
-            elif name == "metrics":
-                self.metrics[str(body["name"])] = body.get("params")
-            else:  # ack/fail are a bolt's
+            if not self._report(proc, name, body):  # ack/fail are a bolt's
                 raise proc.error(f"sent {name!r}, which a spout cannot: {P.clip(body)}")
 
     def _emit(self, msg: P.Emit) -> None:
