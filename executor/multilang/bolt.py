@@ -29,6 +29,7 @@ from executor.multilang.process import ShellError, ShellProcess, StdinClosed
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECS = 1.0
+WRITE_BATCH = 256  # messages the writer takes per wake-up
 
 
 class ShellBolt(ShellComponent, Bolt):
@@ -72,7 +73,13 @@ class ShellBolt(ShellComponent, Bolt):
 
     def _handle(self, messages: list) -> None:
         self._raise_if_dead()
+        inputs, ack = self._inputs, self._collector.ack
         for raw in messages:
+            if type(raw) is dict and raw.get("command") == "ack":  # the commonest message, checked briefly
+                tup = inputs.pop(raw.get("id"), None)
+                if tup is not None:
+                    ack(tup)
+                    continue
             try:
                 msg = P.parse(raw, "bolt")
             except P.ProtocolError as exc:
@@ -135,19 +142,29 @@ class ShellBolt(ShellComponent, Bolt):
             pass  # it is busy writing; it takes the task ids before its next tuple
 
     def _write_loop(self) -> None:
+        """Writes what is queued, task ids first, each wake-up's messages in one write (one
+        system call, where a write per tuple was the larger part of a tuple's cost)."""
+        writes = self._writes
         try:
             while self._running:
                 try:
-                    item = self._writes.get(timeout=0.2)
+                    items = [writes.get(timeout=0.2)]
                 except queue.Empty:
-                    item = None
+                    items = []
+                while items and len(items) < WRITE_BATCH:
+                    try:
+                        items.append(writes.get_nowait())
+                    except queue.Empty:
+                        break
+                out = []
                 while self._task_ids:
-                    self._proc.write(self._task_ids.popleft())
+                    out.append(self._task_ids.popleft())
                 if self._heartbeat_due:
                     self._heartbeat_due = False
-                    self._proc.write(P.heartbeat(str(self._rand.getrandbits(63))))
-                if item is not None:
-                    self._proc.write(item)
+                    out.append(P.heartbeat(str(self._rand.getrandbits(63))))
+                out += [item for item in items if item is not None]
+                if out:
+                    self._proc.write_all(out)
         except StdinClosed as exc:
             if self._running:
                 self._die(str(exc))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -30,6 +31,10 @@ STDERR_LINES = 40
 class ShellError(ClearError):
     """A multilang subprocess exited, stopped answering or broke the protocol. The message names
     the component, the task, the command (with its script), what happened and the stderr tail."""
+
+
+class StdoutEnded(Exception):
+    """The subprocess's stdout ended or broke the protocol; the text says which."""
 
 
 class StdinClosed(Exception):
@@ -92,33 +97,41 @@ class ShellProcess:
         except StdinClosed as exc:
             raise self.error(f"{exc} before the handshake") from None
         deadline = time.monotonic() + timeout
+        early: list[Any] = []  # logs (even emits) before the pid reply: handled after it
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self.error(f"sent no pid within {timeout:g}s of the handshake")
-            messages = self._read_some(remaining)
+            try:
+                messages = self.read_messages(remaining)
+            except StdoutEnded as exc:
+                raise self.error(f"{exc} during the handshake") from None
             for i, msg in enumerate(messages):
                 if isinstance(msg, dict) and "pid" in msg and "command" not in msg:
                     self.pid = int(msg["pid"])
-                    self._pending.extend(messages[i + 1:])
+                    self._pending = early + messages[i + 1:]
                     return self.pid
-                self._pending.append(msg)  # logs (even emits) before the pid reply: kept for later
+                early.append(msg)
 
-    def _read_some(self, timeout: float) -> list[Any]:
-        import select
-
+    def read_messages(self, timeout: float) -> list[Any]:
+        """The messages one read brings within `timeout` seconds (none: []) on the caller's
+        thread; the messages that came with the handshake's reply first. StdoutEnded when the
+        process closed its stdout or broke the protocol."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            return pending
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
-        ready, _w, _x = select.select([fd], [], [], min(timeout, 0.5))
+        ready, _w, _x = select.select([fd], [], [], max(0.0, timeout))
         if not ready:
             return []
         data = os.read(fd, 1 << 16)
         if not data:
-            raise self.error("exited during the handshake")
+            raise StdoutEnded("exited" if self.wait(2.0) is not None else "closed its stdout")
         try:
             return self.framing.feed(data)
         except P.ProtocolError as exc:
-            raise self.error(f"broke the protocol in the handshake: {exc}") from None
+            raise StdoutEnded(f"broke the protocol: {exc}") from None
 
     def start_reader(self, on_messages: Callable[[list[Any]], None], on_end: Callable[[str], None]) -> None:
         """Read messages on a thread of their own: `on_messages(batch)` per read (the messages
@@ -164,8 +177,13 @@ class ShellProcess:
 
     # ---- talk ----
     def write(self, message: Any) -> None:
+        self.write_all((message,))
+
+    def write_all(self, messages) -> None:
+        """Write the messages in order, with as few system calls as the pipe allows."""
         assert self._proc is not None and self._proc.stdin is not None
-        data = self.framing.encode(message)
+        encode = self.framing.encode
+        data = b"".join([encode(m) for m in messages])
         try:
             view = memoryview(data)
             while view:

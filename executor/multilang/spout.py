@@ -1,9 +1,10 @@
 """ShellSpout: a spout whose next_tuple/ack/fail run in a subprocess speaking Storm's multilang
 protocol (Storm's ShellSpout.java).
 
-Synchronous, like Storm's: each call writes one command and handles what the subprocess sends
+Synchronous, like Storm's: each call writes one command and reads what the subprocess sends
 (emits, logs, errors, metrics) until its `sync`, on the executor's thread, which alone owns the
-subprocess's stdin. A reader thread only turns stdout into messages. No `sync` within
+subprocess's pipes (no reader thread: a hand-off between threads per `next` cost more than the
+round trip itself). No `sync` within
 `topology.subprocess.timeout.secs`, an exit or a broken message is a ShellError: the worker
 dies and is restarted; tuples not acked are replayed by the new spout as it chooses (a
 reliable spout's own bookkeeping, as in Storm).
@@ -11,19 +12,17 @@ reliable spout's own bookkeeping, as in Storm).
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import time
 from typing import Any
 
 from executor.components import Spout
 from executor.multilang import protocol as P
 from executor.multilang.component import ShellComponent
-from executor.multilang.process import ShellProcess, StdinClosed
+from executor.multilang.process import ShellProcess, StdinClosed, StdoutEnded
 
 log = logging.getLogger(__name__)
-
-_END = object()
 
 
 class ShellSpout(ShellComponent, Spout):
@@ -31,17 +30,10 @@ class ShellSpout(ShellComponent, Spout):
 
     def open(self, conf, context, collector) -> None:
         self._collector = collector
-        self._inbox: queue.Queue = queue.Queue()
         self._running = True
-        self._ended: str | None = None
         self.metrics: dict[str, Any] = {}
         self._proc = self._launch(conf, context)
-        self._proc.start_reader(self._inbox.put, self._on_end)
-        self._batch: list = []
-
-    def _on_end(self, what: str) -> None:
-        self._ended = what
-        self._inbox.put(_END)
+        self._batch: collections.deque = collections.deque()
 
     # Storm's ShellSpout.querySubprocess
     def _query(self, command: str, msg_id: Any = "") -> None:
@@ -55,13 +47,10 @@ class ShellSpout(ShellComponent, Spout):
                     raise proc.error(f"did not answer {command!r} with sync within {self._timeout:g}s "
                                      f"(topology.subprocess.timeout.secs): subprocess heartbeat timeout")
                 try:
-                    item = self._inbox.get(timeout=min(remaining, 1.0))
-                except queue.Empty:
-                    continue
-                if item is _END:
-                    raise proc.error(self._ended or "exited")
-                self._batch = list(item)
-            raw = self._batch.pop(0)
+                    self._batch.extend(proc.read_messages(remaining))
+                except StdoutEnded as exc:
+                    raise proc.error(str(exc)) from None
+            raw = self._batch.popleft()
             try:
                 msg = P.parse(raw, "spout")
             except P.ProtocolError as exc:
