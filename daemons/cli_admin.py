@@ -65,8 +65,17 @@ def list_(conf):
 
 
 def _wait_option(fn):
-    return click.option("-w", "--wait", "wait_secs", type=click.FloatRange(min=0), default=None,
-                        help="Seconds to wait before acting (default: the topology's message timeout).")(fn)
+    return click.option("-w", "--wait", "wait_secs", type=float, default=None, callback=_check_wait,
+                        help="Seconds to wait before acting (default: the topology's message timeout; "
+                             "less than a week).")(fn)
+
+
+def _check_wait(_ctx, _param, value: float | None) -> float | None:
+    from daemons.nimbus.transitions import MAX_WAIT_SECS
+
+    if value is not None and not (0 <= value < MAX_WAIT_SECS):  # nan fails both comparisons
+        raise click.BadParameter(f"must be a number of seconds from 0 to less than {MAX_WAIT_SECS:g}, got {value:g}")
+    return value
 
 
 @click.command()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from daemons.nimbus.code_store import CHUNK_BYTES, CodeStore, UploadError, UploadTooLargeError
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.log_config_ops import log_config_handlers
+from daemons.nimbus.transitions import MAX_WAIT_SECS
 from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
 from executor.errors import NotAliveError
 from executor.package import file_checksum, masked
@@ -114,8 +115,9 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
 
 def _wait(a: dict) -> float | None:
     wait = arg(a, "wait_secs", (int, float), None)
-    if wait is not None and wait < 0:
-        raise BadRequestError(f"wait must be >= 0 seconds, got {wait}")
+    # nan and inf too: a deadline that never comes blocked Nimbus's timer for every topology
+    if wait is not None and not (0 <= wait < MAX_WAIT_SECS):
+        raise BadRequestError(f"wait must be a number of seconds from 0 to {MAX_WAIT_SECS:g}, got {wait}")
     return wait
 
 

@@ -56,6 +56,10 @@ class IllegalTransitionError(RuntimeError):
 # ------------------------------------------------------------------ events
 
 
+# The longest wait a kill or rebalance accepts (a week: beyond any message timeout); nan and inf
+# are refused too, as a deadline that never comes would hold Nimbus's timer for every topology.
+MAX_WAIT_SECS = 7 * 24 * 3600.0
+
 @dataclass(frozen=True)
 class Activate:
     name = "activate"

@@ -71,6 +71,23 @@ def test_bad_duration(value, tmp_path):
     one_error_line(storm_py("local", "whatever.py", "--duration", value, cwd=tmp_path), "--duration", value, code=2)
 
 
+@pytest.mark.parametrize("command", ["kill", "rebalance"])
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "-inf", "1e9", "soon"])
+def test_bad_wait(command, value, tmp_path):
+    # refused before Nimbus is asked: a wait that never ends held Nimbus's timer for every topology
+    one_error_line(storm_py(command, "wc", "-w", value, cwd=tmp_path), "--wait", code=2)
+
+
+def test_nimbus_refuses_waits_that_never_end():
+    from daemons.nimbus.handlers import _wait
+    from daemons.rpc.protocol import BadRequestError
+
+    assert _wait({"wait_secs": 0}) == 0 and _wait({}) is None
+    for bad in (float("nan"), float("inf"), -1.0, 1e9):
+        with pytest.raises(BadRequestError, match="wait must be a number of seconds from 0"):
+            _wait({"wait_secs": bad})
+
+
 # ---------------------------------------------------------------- bad topology files
 
 
