@@ -198,14 +198,24 @@ class _Reader:
 _BAD_NAME_CHARS = "/.:\\"
 
 
+MAX_NAME_BYTES = 128  # the topology id (name-N-time) is a directory name: 255 bytes at most
+
+
 def validate_topology_name(name: Any) -> None:
-    """Storm's rule: a non-empty name without / . : \\ (it becomes part of paths and ids)."""
+    """Storm's rule: a non-empty name without / . : \\ (it becomes part of paths and ids); and,
+    as it names directories, no control characters and at most MAX_NAME_BYTES bytes."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidTopologyError(f"topology name must be a non-empty string, got {name!r}")
     bad = [c for c in _BAD_NAME_CHARS if c in name]
     if bad:
         raise InvalidTopologyError(
             f"topology name {name!r} contains {' '.join(repr(c) for c in bad)}; names cannot contain / . : \\")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InvalidTopologyError(f"topology name {name!r} contains a control character; names are one line")
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise InvalidTopologyError(f"topology name {name[:40]!r}... is {size} bytes long; names have at most "
+                                   f"{MAX_NAME_BYTES} (they become part of directory names)")
 
 
 

@@ -453,9 +453,17 @@ def test_validate_topology_name_names_the_bad_character(bad):
     assert repr(bad) in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["word-count", "wc_1", "Exclamation Topology", "t\u00e9st"])
+@pytest.mark.parametrize("name", ["word-count", "wc_1", "Exclamation Topology", "t\u00e9st", "x" * 128])
 def test_validate_topology_name_accepts(name):
     validate_topology_name(name)
+
+
+@pytest.mark.parametrize("name, says", [("x" * 129, "129 bytes long; names have at most 128"),
+                                        ("\u00e9" * 65, "130 bytes long"),
+                                        ("word\ncount", "control character")])
+def test_validate_topology_name_bounds_length_and_lines(name, says):
+    with pytest.raises(InvalidTopologyError, match=says):
+        validate_topology_name(name)
 
 
 # ---------------------------------------------------------------- layout
