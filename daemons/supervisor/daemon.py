@@ -23,6 +23,7 @@ their last known assignment.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -36,6 +37,7 @@ from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import SupervisorInfo, WorkerDeath
 from cluster_state.storm import StormClusterState
 from daemons.supervisor import download, launcher, worker_death
+from daemons.supervisor.dir_lock import lock_local_dir
 from daemons.supervisor.local_assignments import (
     LocalAssignments,
     assignments_to_read,
@@ -130,6 +132,8 @@ class Supervisor(Service):
 
     def _on_start(self) -> None:
         conf = self.conf
+        lock = lock_local_dir(local_layout.supervisor_dir(conf), local_layout.local_dir(conf))
+        self.on_stop(lambda: os.close(lock), "storm.local.dir lock")
         local_layout.supervisor_stormdist(conf).mkdir(parents=True, exist_ok=True)
         local_layout.worker_root(conf).mkdir(parents=True, exist_ok=True)
         self.code.clean_tmp()

@@ -10,6 +10,7 @@ import signal
 import time
 
 import pytest
+import yaml
 from supervisor_env import (
     failing_command,
     free_ports,
@@ -18,8 +19,9 @@ from supervisor_env import (
     rounds,
     running_workers,
     slots_running,
+    supervisor_id_on_disk,
 )
-from testutil import wait_until
+from testutil import one_error_line, storm_py, wait_until
 
 from cluster_state import local_layout
 from daemons.supervisor.slot import SlotPhase
@@ -156,3 +158,20 @@ def test_a_failed_code_download_is_retried(env):
     env.install(sid)
     wait_until(lambda: slots_running(sup, ports), 90, "the worker RUNNING once the code could be fetched")
     assert sup.launches == 1
+
+
+def test_a_second_supervisor_on_the_same_local_dir_is_refused_in_one_line(env, tmp_path):
+    conf = env.conf("shared", free_ports(1))
+    first = env.supervisor(conf)
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "storm.yaml").write_text(yaml.safe_dump(conf))
+    out = storm_py("supervisor", conf_dir=conf_dir, timeout=60)
+    line = one_error_line(out, str(conf["storm.local.dir"]), f"pid {os.getpid()}", code=1)
+    assert "in use by another supervisor" in line and "give each supervisor its own storm.local.dir" in line
+    # the first one runs on, under its own id; once it stops, the directory can be used again
+    assert first.supervisor_id == supervisor_id_on_disk(conf)
+    first.stop()
+    env.supervisors.remove(first)
+    second = env.supervisor(conf)
+    assert second.supervisor_id == first.supervisor_id
