@@ -93,8 +93,17 @@ def _default_name(path: Path) -> str:
     return path.stem.replace(".", "-") or "topology"
 
 
+def _topology_file_or_zip(_ctx, _param, value: str) -> str:
+    if Path(value).is_dir():
+        files = sorted(p.name for p in Path(value).glob("*.py"))[:3]
+        hint = f" (here: {', '.join(files)}{', ...' if len(files) == 3 else ''})" if files else ""
+        raise click.BadParameter(f"{value} is a directory; submit takes the topology .py file in it{hint} "
+                                 f"or a package .zip (storm-py jar build DIR makes one)")
+    return value
+
+
 @jar.command()
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path", type=click.Path(exists=True), callback=_topology_file_or_zip)
 @click.option("--name", default=None, help="Topology name (default: the .py file's directory or the zip's name).")
 @click.option("--inactive", is_flag=True, help="Submit without activating its spouts.")
 @common_options

@@ -71,6 +71,12 @@ def test_bad_duration(value, tmp_path):
     one_error_line(storm_py("local", "whatever.py", "--duration", value, cwd=tmp_path), "--duration", value, code=2)
 
 
+def test_jar_submit_of_a_directory_says_what_it_takes(tmp_path):
+    (tmp_path / "topology.py").write_text("")
+    line = one_error_line(storm_py("jar", "submit", str(tmp_path)), str(tmp_path), code=2)
+    assert "the topology .py file in it (here: topology.py) or a package .zip" in line
+
+
 @pytest.mark.parametrize("command", ["kill", "rebalance"])
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "-inf", "1e9", "soon"])
 def test_bad_wait(command, value, tmp_path):
