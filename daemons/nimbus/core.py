@@ -22,6 +22,7 @@ from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.records import (
     STATUS_ACTIVE,
     STATUS_INACTIVE,
+    STATUS_KILLED,
     Assignment,
     StormBase,
 )
@@ -120,8 +121,9 @@ class NimbusCore:
             raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
         validate_structure(structure)
         with self.lock:
-            if self._id_of(name) is not None:
-                raise AlreadyAliveError(f"topology {name!r} is already running")
+            existing = self._id_of(name)
+            if existing is not None:
+                raise AlreadyAliveError(self._name_taken(name, existing))
             now = self.clock()
             storm_id = f"{name}-{next(self._counter)}-{int(now)}"
             conf = self._topology_conf(name, storm_id, submitted_conf, overrides or {})
@@ -424,6 +426,17 @@ class NimbusCore:
             if base is not None and base.storm_name == name:
                 return storm_id
         return None
+
+    def _name_taken(self, name: str, storm_id: str) -> str:
+        """Why `name` cannot be submitted now (with the lock held): running, or being killed and
+        gone in about so many seconds."""
+        base = self._base_or_none(storm_id)
+        if base is None or base.status != STATUS_KILLED:
+            return f"topology {name!r} is already running"
+        due = [at for at, _seq, sid, _event in self._timers if sid == storm_id]
+        when = f" in about {max(0.0, min(due) - self.clock()):.0f}s" if due else " shortly"
+        return (f"topology {name!r} is being killed (removed{when}); submit it again after that, or under "
+                f"another name")
 
     def _require(self, name: str) -> str:
         storm_id = self._id_of(name)

@@ -119,7 +119,11 @@ def test_kill_with_wait_marks_killed_at_once_and_removes_after_the_wait(env):
     storm_id = _submit(env, core)
     core.kill("topo", 20)
     assert env.cluster.storm_base(storm_id).status == "killed"
-    env.clock.advance(19)
+    env.clock.advance(5)
+    # re-submitting the name meanwhile says it is being killed, and for how long
+    with pytest.raises(AlreadyAliveError, match=r"'topo' is being killed \(removed in about 15s\); submit it again"):
+        _submit(env, core)
+    env.clock.advance(14)
     core.fire_timers()
     assert env.cluster.assignment_info(storm_id) is not None
     env.clock.advance(2)
