@@ -125,9 +125,11 @@ def _executors(items) -> dict[str, int]:
 @common_options
 def rebalance(name, wait_secs, num_workers, executors, conf):
     """Redistribute a topology over the cluster, optionally with new worker/executor counts."""
-    call(conf, "rebalance", name=name, wait_secs=wait_secs, num_workers=num_workers,
-         executors=_executors(executors) or None)
+    answer = call(conf, "rebalance", name=name, wait_secs=wait_secs, num_workers=num_workers,
+                  executors=_executors(executors) or None)
     click.echo(f"rebalancing topology {name}")
+    for note in (answer or {}).get("notes", []) if isinstance(answer, dict) else []:
+        click.echo(f"note: {note}")
 
 
 COMMANDS = (list_, kill, activate, deactivate, rebalance)

@@ -30,6 +30,7 @@ from cluster_state.storm import StormClusterState
 from daemons.nimbus import liveness
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.details import info_from_details
+from daemons.nimbus.rebalance_notes import rebalance_notes
 from daemons.nimbus.scheduler import (
     SupervisorSlots,
     TopologyRequest,
@@ -172,7 +173,8 @@ class NimbusCore:
         self._event(name, Deactivate())
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
-                  executors: Mapping[str, int] | None = None) -> None:
+                  executors: Mapping[str, int] | None = None) -> list[str]:
+        """Start a rebalance; returns notes on what will differ from what was asked."""
         with self.lock:
             storm_id = self.resolve(name)
             known = self._topology(storm_id).structure.components
@@ -180,7 +182,9 @@ class NimbusCore:
                 if comp not in known:
                     raise InvalidTopologyError(f"rebalance {name}: topology has no component {comp!r} "
                                                f"(components: {', '.join(sorted(known))})")
+            slots = sum(len(info.meta) for info in self.cluster.all_supervisor_info().values())
             self._event(name, Rebalance(wait_secs, num_workers, dict(executors) if executors else None))
+            return rebalance_notes(known, executors, num_workers, slots)
 
     def _event(self, name: str, event: Event) -> None:
         with self.lock:

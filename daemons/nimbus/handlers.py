@@ -70,14 +70,15 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
     def deactivate(a: dict) -> None:
         core.deactivate(arg(a, "name", str))
 
-    def rebalance(a: dict) -> None:
+    def rebalance(a: dict) -> dict:
         executors = arg(a, "executors", dict, None)
         if executors is not None:
             for comp, n in executors.items():
                 if not isinstance(comp, str) or isinstance(n, bool) or not isinstance(n, int):
                     raise BadRequestError(f"executors must map component ids to counts, got {comp!r}: {n!r}")
-        core.rebalance(arg(a, "name", str), _wait(a), arg(a, "num_workers", int, None), executors)
+        notes = core.rebalance(arg(a, "name", str), _wait(a), arg(a, "num_workers", int, None), executors)
         after_change()
+        return {"notes": notes}
 
     def download_info(a: dict) -> dict:
         path = _download_path(a)

@@ -306,3 +306,14 @@ def test_topology_details_lists_the_worker_deaths_its_supervisors_report_newest_
     assert msgpack.unpackb(msgpack.packb(deaths)) == deaths  # plain data, string keys
     assert [d["port"] for d in core.topology_details(other)["worker_deaths"]] == [6703]
     assert core.topology_info(storm_id)["id"] == storm_id  # the summary reads past it
+
+
+def test_rebalance_says_what_it_caps():
+    from daemons.nimbus.rebalance_notes import rebalance_notes
+    from executor.structure import ComponentStructure
+
+    comps = {"split": ComponentStructure("split", "bolt", 2, 4, {}, (), {})}
+    assert rebalance_notes(comps, {"split": 4}, 2, 4) == []
+    notes = rebalance_notes(comps, {"split": 6}, 3, 2)
+    assert notes[0].startswith("component 'split' has 4 task(s): it runs 4 executor(s), not 6")
+    assert notes[1].startswith("3 workers asked but the registered supervisors offer 2 slot(s)")

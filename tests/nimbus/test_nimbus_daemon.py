@@ -110,11 +110,15 @@ def test_submit_list_deactivate_activate_rebalance_kill(cluster):
     storm_py("activate", "wc", conf_dir=c.conf_dir, check=0)
     assert listing(c)["wc"][2] == "ACTIVE"
 
-    storm_py("rebalance", "wc", "-w", "0", "-n", "1", conf_dir=c.conf_dir, check=0)
+    out = storm_py("rebalance", "wc", "-w", "0", "-n", "1", conf_dir=c.conf_dir, check=0)
+    assert out.stdout.splitlines() == ["rebalancing topology wc"]  # nothing capped: no note
     wait_until(lambda: c.state.storm_base(storm_id).status == "active"
                and len(set(c.state.assignment_info(storm_id).executor_node_port.values())) == 1,
                timeout=20, message="rebalance to 1 worker")
     assert c.state.storm_base(storm_id).num_workers == 1
+    out = storm_py("rebalance", "wc", "-w", "0", "-e", "pass=5", conf_dir=c.conf_dir, check=0)
+    assert "note: component 'pass' has 2 task(s): it runs 2 executor(s), not 5" in out.stdout
+    wait_until(lambda: c.state.storm_base(storm_id).status == "active", timeout=20, message="the second rebalance")
 
     storm_py("kill", "wc", "-w", "2", conf_dir=c.conf_dir, check=0)
     assert listing(c)["wc"][2] == "KILLED" and c.state.storm_base(storm_id).status == "killed"
