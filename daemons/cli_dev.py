@@ -30,7 +30,7 @@ JAVA_PACKAGE = "openjdk-17-jre-headless"
 
 
 def run_foreground(service: Service, cancel: Callable[[], None] | None = None) -> tuple[int, BaseException | None]:
-    """Start `service`, wait for SIGTERM/SIGINT (or its own stop), stop it. Unlike
+    """Start `service`, wait for SIGTERM/SIGINT/SIGHUP (or its own stop), stop it. Unlike
     executor.lifecycle.run_service, a signal during a slow start reaches the service through
     `cancel` (an attribute store, safe in a handler) so the start gives up at once.
     Returns (exit code, the exception a failed start raised)."""
@@ -43,7 +43,8 @@ def run_foreground(service: Service, cancel: Callable[[], None] | None = None) -
 
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        # SIGHUP too: a closed terminal must stop the cluster, not leave its workers running
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         try:
             service.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -59,9 +60,9 @@ class DevClusterProcess:
         """name -> pid from D/pids (zookeeper, nimbus, supervisor-N, dev-cluster)."""
         return {p.stem: int(p.read_text()) for p in (self.base / "pids").glob("*.pid")}
 
-    def stop(self, timeout: float = 60) -> int:
+    def stop(self, timeout: float = 60, sig: int = signal.SIGTERM) -> int:
         try:
-            return stop_process(self.proc, timeout, lambda: f"dev-cluster (output:\n{self.output()}\n)")
+            return stop_process(self.proc, timeout, lambda: f"dev-cluster (output:\n{self.output()}\n)", sig)
         finally:
             self._out.close()
 

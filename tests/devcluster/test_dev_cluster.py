@@ -5,6 +5,7 @@ started, workers included, exiting 0."""
 from __future__ import annotations
 
 import shutil
+import signal
 
 import pytest
 from devcluster_helpers import ROOT, DevClusterProcess, alive, processes_under, running_dev_cluster, storm_py
@@ -84,6 +85,24 @@ def test_starts_prints_where_everything_is_and_stops_with_nothing_left(tmp_path)
     assert not leftovers, f"processes left behind: {leftovers}"
     assert not any(alive(pid) for pid in [*pids.values(), *worker_pids])
     assert list((cluster.base / "pids").iterdir()) == []
+
+
+def test_a_closed_terminal_sighup_stops_everything_as_sigterm_does(tmp_path):
+    cluster = DevClusterProcess(tmp_path / "dev", "--supervisors", "1", *FAST)
+    pids, worker_pids = {}, []
+    try:
+        cluster.wait_ready()
+        pids = cluster.child_pids()
+        submit(cluster, "hup")
+        wait_until(lambda: len(workers(cluster)) == 2, timeout=90, interval=0.2,
+                   message=lambda: f"2 workers:\n{cluster.output()}")
+        worker_pids = list(workers(cluster))
+    finally:
+        code = cluster.stop(sig=signal.SIGHUP)
+        leftovers = cluster.kill_leftovers()
+    assert code == 0, cluster.output()
+    assert not leftovers, f"processes left behind after SIGHUP: {leftovers}"
+    assert not any(alive(pid) for pid in [*pids.values(), *worker_pids])
 
 
 def test_client_commands_against_the_dev_cluster(dev_cluster):
