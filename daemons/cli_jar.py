@@ -1,4 +1,4 @@
-"""`storm-py jar ...`: build (and, once the Nimbus RPC exists, submit) topology packages.
+"""`storm-py jar ...`: build and submit topology packages.
 
 Kept apart from daemons/cli.py, which adds this group. The submitter imports the topology file
 on the client, as Storm runs the user's main class; Nimbus only ever reads the manifest.
@@ -15,7 +15,15 @@ import click
 from cluster_state.config import ConfigError, merge_configs
 from daemons.cli_options import common_options
 from executor.errors import InvalidTopologyError
-from executor.package import MAX_BYTES_KEY, Manifest, build_package, file_checksum
+from executor.package import (
+    MAX_BYTES_KEY,
+    Manifest,
+    build_package,
+    daemon_keys_note,
+    file_checksum,
+    is_daemon_key,
+    without_daemon_keys,
+)
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +38,12 @@ def package_max_bytes(conf: Mapping[str, Any]) -> int:
     return int(conf[MAX_BYTES_KEY])
 
 
+def _warn_daemon_keys(conf: Mapping[str, Any], where: str) -> None:
+    note = daemon_keys_note((k for k in conf if is_daemon_key(k)), where)
+    if note:
+        click.echo(f"warning: {note}", err=True)
+
+
 def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, Any]) -> Manifest:
     """Import the topology file, then package its directory with the structure and its config.
     Shared by `jar build` and `jar submit FILE.py`; failures are ClickExceptions naming the culprit."""
@@ -39,6 +53,8 @@ def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, 
     try:
         tf = load_topology_file(topology_path)
         topo_conf = merge_configs(tf.config, source=f"{tf.path} config")
+        _warn_daemon_keys(topo_conf, f"{tf.path} config")
+        topo_conf = without_daemon_keys(topo_conf)
         # a streamparse project's topology: the package holds the project (src/, config.json)
         root = project_root(tf.path)
         src, name = (root, f"{tf.path.parent.name}/{tf.path.name}") if root else (tf.path.parent, tf.path.name)
@@ -116,6 +132,8 @@ def submit(path, name, inactive, conf, overrides):
 
     path = Path(path)
     name = name or _default_name(path)
+    # -c values also reach this client (nimbus.seeds finds Nimbus); daemon keys go no further.
+    _warn_daemon_keys(overrides, "-c")
     with tempfile.TemporaryDirectory(prefix="storm-py-submit-") as tmp:
         if path.suffix == ".zip":
             package = path
@@ -130,5 +148,5 @@ def submit(path, name, inactive, conf, overrides):
             upload_id = upload(client, package)
             storm_id = client.call("submit", name=name, upload_id=upload_id,
                                    initial_status="inactive" if inactive else "active",
-                                   conf=without_secrets(overrides))["id"]
+                                   conf=without_daemon_keys(without_secrets(overrides)))["id"]
     click.echo(f"submitted topology {name} as {storm_id}")

@@ -47,6 +47,12 @@ EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 SECRET_KEYS = frozenset({"nimbus.authentication.secret", "storm.zookeeper.auth.payload",
                          "storm.zookeeper.topology.auth.payload"})
 SECRET_SUFFIXES = (".secret", ".password")
+# Keys only daemons act on (where ZooKeeper is, local dirs, Nimbus's and the supervisors' own
+# settings): a worker takes them from its supervisor's config, never from a topology's, so a
+# submitter's `-c storm.zookeeper.port=1` cannot cut every worker off from ZooKeeper.
+DAEMON_KEY_PREFIXES = ("storm.zookeeper.", "nimbus.", "supervisor.", "ui.", "logviewer.", "drpc.",
+                       "pacemaker.", "dev.zookeeper.")
+DAEMON_KEYS = frozenset({"storm.local.dir", "storm.local.hostname", "storm.log.dir", "storm.package.max.bytes"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DRIVE = re.compile(r"[A-Za-z]:")
 
@@ -107,6 +113,26 @@ MASK = "********"
 def masked(conf: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of conf showing every key, its secrets replaced by MASK (what a UI may display)."""
     return {k: (MASK if is_secret_key(k) and v is not None else v) for k, v in conf.items()}
+
+
+def is_daemon_key(key: Any) -> bool:
+    k = str(key)
+    return k in DAEMON_KEYS or k.startswith(DAEMON_KEY_PREFIXES)
+
+
+def without_daemon_keys(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of conf without the daemon-level keys (a topology's conf never carries them)."""
+    return {k: v for k, v in conf.items() if not is_daemon_key(k)}
+
+
+def daemon_keys_note(keys: Iterable[str], where: str) -> str | None:
+    """What to tell a submitter whose topology conf names daemon keys (None: it names none)."""
+    keys = sorted(set(keys))
+    if not keys:
+        return None
+    return (f"{where}: {', '.join(keys)} {'applies' if len(keys) == 1 else 'apply'} to the daemons, not to a "
+            f"topology: not sent with it (each supervisor's workers take "
+            f"{'it' if len(keys) == 1 else 'them'} from that supervisor's own storm.yaml)")
 
 
 def is_secret_key(key: Any) -> bool:

@@ -40,7 +40,7 @@ from executor.gc_policy import apply_gc_thresholds
 from executor.layout import compute_layout
 from executor.lifecycle import PeriodicThread, Service
 from executor.log_levels import KEEPER
-from executor.package import MANIFEST_NAME, load_manifest_file
+from executor.package import MANIFEST_NAME, load_manifest_file, without_daemon_keys
 from executor.stats_keeper import carried_from_heartbeats
 from executor.topology_file import load_topology_file
 from executor.worker import Worker, WorkerEvents, WorkerSpec
@@ -59,9 +59,10 @@ class WorkerStartError(ClearError):
 
 
 def topology_conf(supervisor_conf: Mapping[str, Any], code_dir: Path) -> dict[str, Any]:
-    """The supervisor's conf with the topology's effective conf (from Nimbus) over it."""
+    """The supervisor's conf with the topology's effective conf (from Nimbus) over it; daemon
+    keys always the supervisor's (a topology stored before Nimbus left them out may hold them)."""
     with open(code_dir / "stormconf.json", encoding="utf-8") as f:
-        return {**supervisor_conf, **json.load(f)}
+        return {**supervisor_conf, **without_daemon_keys(json.load(f))}
 
 
 class ProcessRuntime:

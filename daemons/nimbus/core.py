@@ -55,7 +55,13 @@ from daemons.nimbus.transitions import (
 )
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
-from executor.package import storm_py_version, verify_package, without_secrets
+from executor.package import (
+    is_daemon_key,
+    storm_py_version,
+    verify_package,
+    without_daemon_keys,
+    without_secrets,
+)
 from executor.structure import TopologyStructure, validate_structure, validate_topology_name
 
 log = logging.getLogger(__name__)
@@ -148,10 +154,15 @@ class NimbusCore:
     def _topology_conf(self, name: str, storm_id: str, submitted: Mapping[str, Any],
                        overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Nimbus's conf < the package's conf < the submitter's -c values (Storm's submitter merges
-        command-line options over the topology's conf), secrets left out, Storm's own keys set."""
+        command-line options over the topology's conf), secrets and daemon keys left out (a
+        worker takes those from its supervisor), Storm's own keys set."""
+        dropped = sorted(k for k in (*submitted, *overrides) if is_daemon_key(k))
+        if dropped:
+            log.info("topology %s: daemon keys not taken from its config: %s", name, ", ".join(dropped))
         try:
-            conf = merge_configs(self.conf, without_secrets(submitted), source=f"topology {name!r} config")
-            conf = merge_configs(conf, without_secrets(overrides), source=f"topology {name!r} -c")
+            conf = merge_configs(without_daemon_keys(self.conf), without_daemon_keys(without_secrets(submitted)),
+                                 source=f"topology {name!r} config")
+            conf = merge_configs(conf, without_daemon_keys(without_secrets(overrides)), source=f"topology {name!r} -c")
         except ConfigError as exc:
             raise InvalidTopologyError(str(exc)) from None
         conf = without_secrets(conf)

@@ -43,8 +43,8 @@ def listing(cluster) -> dict[str, list[str]]:
     return {r[0]: r for r in rows if r[0] != "No"}
 
 
-def submit(cluster, name: str) -> str:
-    out = storm_py("jar", "submit", str(TOPOLOGY), "--name", name, conf_dir=cluster.conf_dir)
+def submit(cluster, name: str, *args: str) -> str:
+    out = storm_py("jar", "submit", str(TOPOLOGY), "--name", name, *args, conf_dir=cluster.conf_dir)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith(f"submitted topology {name} as ")]
     assert len(lines) == 1, out.stdout
     return lines[0].rsplit(" ", 1)[1]
@@ -109,7 +109,9 @@ def test_client_commands_against_the_dev_cluster(dev_cluster):
     c = dev_cluster
     state = mk_storm_cluster_state(c.conf())
     try:
-        storm_id = submit(c, "demo")
+        # A daemon key at submit is named and not shipped: the workers, taking ZooKeeper's port
+        # from their supervisor, still connect (they used to get port 1 and never did).
+        storm_id = submit(c, "demo", "-c", "storm.zookeeper.port=1")
         rows = listing(c)
         assert rows["demo"][1] == storm_id and rows["demo"][2] == "ACTIVE"
         assert state.storm_base(storm_id).status == "active"
@@ -118,6 +120,9 @@ def test_client_commands_against_the_dev_cluster(dev_cluster):
         # Worker processes appear: one per assigned slot, on both supervisors' ports.
         wait_until(lambda: len(workers(c)) == 2, timeout=90, interval=0.2, message="2 worker processes")
         first_workers = set(workers(c))
+        enp = assignment.executor_node_port
+        wait_until(lambda: len(state.executor_beats(storm_id, enp)) == len(enp), timeout=90, interval=0.2,
+                   message="every executor heartbeating in ZooKeeper")
 
         storm_py("deactivate", "demo", conf_dir=c.conf_dir)
         assert listing(c)["demo"][2] == "INACTIVE" and state.storm_base(storm_id).status == "inactive"

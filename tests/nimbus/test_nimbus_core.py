@@ -317,3 +317,18 @@ def test_rebalance_says_what_it_caps():
     notes = rebalance_notes(comps, {"split": 6}, 3, 2)
     assert notes[0].startswith("component 'split' has 4 task(s): it runs 4 executor(s), not 6")
     assert notes[1].startswith("3 workers asked but the registered supervisors offer 2 slot(s)")
+
+
+def test_daemon_keys_never_reach_a_topologys_conf(env):
+    # `-c storm.zookeeper.port=1` at submit used to reach every worker, none of which could then
+    # connect; Nimbus's own daemon keys were shipped too. Workers take them from their supervisor.
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    storm_id = core.submit("topo", package(env.root, config={"supervisor.slots.ports": [1], "my.key": 1}),
+                           overrides={"storm.zookeeper.port": 1, "nimbus.seeds": ["elsewhere"],
+                                      "storm.local.dir": "/nowhere", "topology.workers": 1, "other.key": 2})
+    stored = core.store.read_conf(storm_id)
+    assert not [k for k in stored if k.startswith(("storm.zookeeper.", "nimbus.", "supervisor."))
+                or k in ("storm.local.dir", "storm.log.dir", "storm.local.hostname")]
+    assert stored["my.key"] == 1 and stored["other.key"] == 2 and stored["topology.workers"] == 1
+    assert stored["topology.message.timeout.secs"] == core.conf["topology.message.timeout.secs"]

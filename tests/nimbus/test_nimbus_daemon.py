@@ -4,6 +4,7 @@ peer, SIGTERM, and refusing to start (port taken, ZooKeeper unreachable)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -135,6 +136,22 @@ def test_c_overrides_the_topology_conf_and_secrets_are_not_copied(cluster):
     stored = (Path(c.conf["storm.local.dir"]) / "nimbus" / "stormdist" / storm_id / "stormconf.json").read_text()
     assert '"topology.max.spout.pending": 3' in stored
     assert "hunter2" not in stored and "my.app.password" not in stored
+
+
+def test_daemon_keys_given_at_submit_are_named_and_not_shipped(cluster):
+    # They reach the client (nimbus.seeds finds Nimbus), never the topology's workers.
+    c = cluster
+    topo = topology_dir(c.root, config={"topology.workers": 1, "supervisor.worker.timeout.secs": 5})
+    out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "daemonkeys",
+                   "-c", "storm.zookeeper.port=1", "-c", "nimbus.task.timeout.secs=1", conf_dir=c.conf_dir, check=0)
+    assert "submitted topology daemonkeys as " in out.stdout
+    warnings = [ln for ln in out.stderr.splitlines() if ln.startswith("warning: ")]
+    assert any("-c: nimbus.task.timeout.secs, storm.zookeeper.port apply to the daemons" in w for w in warnings), out.stderr
+    assert any("supervisor.worker.timeout.secs applies to the daemons" in w for w in warnings), out.stderr
+    storm_id = out.stdout.strip().rsplit(" ", 1)[1]
+    stored = json.loads((Path(c.conf["storm.local.dir"]) / "nimbus" / "stormdist" / storm_id / "stormconf.json")
+                        .read_text())
+    assert not [k for k in stored if k.startswith(("storm.zookeeper.", "nimbus.", "supervisor."))], stored
 
 
 def test_a_package_zip_built_by_jar_build_submits_unchanged(cluster):

@@ -297,3 +297,43 @@ def test_jar_build_failures_name_the_culprit(topo_dir, tmp_path):
     assert r.exit_code != 0 and "link" in r.output and "symbolic link" in r.output
     assert not out.exists()
     assert not isinstance(r.exception, PackageError)  # a ClickException, not a traceback
+
+
+@pytest.mark.parametrize("key", ["storm.zookeeper.port", "storm.zookeeper.root", "nimbus.seeds",
+                                 "supervisor.slots.ports", "storm.local.dir", "storm.log.dir",
+                                 "storm.local.hostname", "ui.port", "logviewer.port"])
+def test_daemon_keys(key):
+    from executor.package import is_daemon_key, without_daemon_keys
+
+    assert is_daemon_key(key)
+    assert without_daemon_keys({key: 1, "topology.workers": 2, "wordcount.table": "t"}) == {
+        "topology.workers": 2, "wordcount.table": "t"}
+
+
+@pytest.mark.parametrize("key", ["topology.workers", "storm.id", "worker.heartbeat.frequency.secs",
+                                 "wordcount.table", "sink.retention.secs", "storm.messaging.x"])
+def test_topology_keys_are_not_daemon_keys(key):
+    from executor.package import is_daemon_key
+
+    assert not is_daemon_key(key)
+
+
+def test_daemon_keys_note_names_the_keys_and_where_they_belong():
+    from executor.package import daemon_keys_note
+
+    assert daemon_keys_note([], "-c") is None
+    note = daemon_keys_note(["supervisor.slots.ports", "storm.zookeeper.port"], "-c")
+    assert note.startswith("-c: storm.zookeeper.port, supervisor.slots.ports apply to the daemons")
+    assert "supervisor's own storm.yaml" in note
+
+
+def test_a_worker_takes_daemon_keys_from_its_supervisor(tmp_path):
+    import json
+
+    from executor.worker_process import topology_conf
+
+    (tmp_path / "stormconf.json").write_text(json.dumps(
+        {"storm.zookeeper.port": 1, "storm.local.dir": "/nimbus-dir", "topology.workers": 3}))
+    conf = topology_conf({"storm.zookeeper.port": 2181, "storm.local.dir": "/sup-dir", "topology.workers": 1},
+                         tmp_path)
+    assert conf == {"storm.zookeeper.port": 2181, "storm.local.dir": "/sup-dir", "topology.workers": 3}
