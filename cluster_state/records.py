@@ -198,9 +198,21 @@ class SupervisorInfo:
     # The latest death of a worker per (topology, port) this supervisor saw since it started,
     # for topologies it still runs (newest first, bounded: daemons/supervisor/worker_death.py).
     worker_deaths: tuple[WorkerDeath, ...] = ()
+    # (topology id, deaths of its workers here in the last few minutes: daemons/supervisor/slot.py's
+    # RECENT_DEATHS_SECS) for each topology with any: `storm-py list`'s restarts.
+    recent_worker_deaths: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         _int(self.time_secs, "SupervisorInfo.time_secs")
+        if isinstance(self.recent_worker_deaths, (str, bytes, Mapping)):
+            raise TypeError(f"SupervisorInfo.recent_worker_deaths must be a sequence, got {self.recent_worker_deaths!r}")
+        recent = []
+        for entry in self.recent_worker_deaths:
+            if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 2:
+                raise TypeError(f"SupervisorInfo.recent_worker_deaths entries must be (topology, count), got {entry!r}")
+            recent.append((_str(entry[0], "SupervisorInfo.recent_worker_deaths topology"),
+                           _int(entry[1], "SupervisorInfo.recent_worker_deaths count")))
+        _set(self, "recent_worker_deaths", tuple(recent))
         _opt_int(self.logviewer_port, "SupervisorInfo.logviewer_port")
         if isinstance(self.worker_restarts, (str, bytes, Mapping)):
             raise TypeError(f"SupervisorInfo.worker_restarts must be a sequence, got {self.worker_restarts!r}")

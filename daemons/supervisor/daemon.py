@@ -64,10 +64,13 @@ from daemons.supervisor.slot import (
     SlotState,
     count_launch,
     next_wakeup,
+    recent_deaths,
     recover_slots,
+    remember_death,
     step,
     storm_ids_in_use,
     stray_worker_dirs,
+    topology_hold_until,
     used_ports,
     worker_restarts,
 )
@@ -126,6 +129,9 @@ class Supervisor(Service):
         # Worker deaths (SupervisorInfo.worker_deaths), the same way: kept by the processes
         # thread, published as an immutable tuple. Where each worker's output starts in its log.
         self._deaths: tuple[WorkerDeath, ...] = ()
+        # Death times per topology (slot.remember_death), the same way: the back-off of the
+        # topology's launches here and the heartbeat's recent deaths.
+        self._death_times: dict[str, tuple[float, ...]] = {}
         self._log_starts: dict[str, int] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -193,7 +199,8 @@ class Supervisor(Service):
                               used_ports=self._used_ports, meta=self.ports, scheduler_meta=None,
                               uptime_secs=int(time.monotonic() - self._started_at),
                               version=storm_py_version(), logviewer_port=int(self.conf["logviewer.port"]) or None,
-                              worker_restarts=self._restarts, worker_deaths=self._deaths)
+                              worker_restarts=self._restarts, worker_deaths=self._deaths,
+                              recent_worker_deaths=recent_deaths(self._death_times, time.time()))
         try:
             self.cluster.supervisor_heartbeat(self.supervisor_id, info)
         except ClusterStateError as exc:
@@ -320,6 +327,8 @@ class Supervisor(Service):
         in_use = storm_ids_in_use(states)
         if any(d.storm_id not in in_use for d in self._deaths):
             self._deaths = worker_death.keep_deaths(self._deaths, None, in_use)
+        if any(sid not in in_use for sid in self._death_times):
+            self._death_times = {sid: t for sid, t in self._death_times.items() if sid in in_use}
         with self._lock:
             self._in_use = in_use
             self._used_ports = tuple(p for p in used_ports(states) if p in self.ports)
@@ -331,7 +340,10 @@ class Supervisor(Service):
             code_present=target is not None and self.code.present(target.storm_id),
             heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
             process_alive=self._alive(worker_id) if worker_id else False,
-            new_worker_id=str(uuid.uuid4()))
+            new_worker_id=str(uuid.uuid4()),
+            topology_hold_until=None if target is None else topology_hold_until(
+                self._death_times.get(target.storm_id, ()), now, self.slot_conf.relaunch_backoff_base_secs,
+                self.slot_conf.relaunch_backoff_max_secs))
         new_state, actions = step(state, inputs, now, self.slot_conf)
         if new_state.phase is not state.phase:
             log.info("slot %s: %s -> %s%s", state.port, state.phase.value, new_state.phase.value,
@@ -373,6 +385,9 @@ class Supervisor(Service):
             log.warning("slot %s%s: %s", action.port, f" ({action.storm_id})" if action.storm_id else "",
                         action.message)
             if action.death and action.storm_id is not None:
+                times = {**self._death_times, action.storm_id: remember_death(
+                    self._death_times.get(action.storm_id, ()), time.time())}
+                self._death_times = {k: v for k, v in times.items() if v}
                 try:
                     self._record_death(action)
                 except Exception:  # noqa: BLE001 -- diagnostics only: never stops the slots

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from cluster_state.records import LocalAssignment, WorkerHeartbeat
 
@@ -168,6 +168,10 @@ class SlotInputs:
     process_alive: bool = False
     # A fresh worker id (uuid) used if this step launches a worker; pass a new one each step.
     new_worker_id: str | None = None
+    # No worker of the assignment's topology launches before this time (topology_hold_until):
+    # the back-off follows the topology's failures here, not the slot, so that Nimbus moving
+    # the executors to another port does not start it over.
+    topology_hold_until: float | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,37 @@ def backoff_delay(failures: int, base_secs: float = 1.0, max_secs: float = 60.0,
     return float(min(max_secs, base_secs * 2 ** min(n - 1, 62)))
 
 
+# Worker deaths a supervisor remembers per topology: its back-off and `storm-py list`'s restarts.
+DEATH_MEMORY_SECS = 600.0
+RECENT_DEATHS_SECS = 300.0
+
+
+def remember_death(times: Sequence[float], now: float, window: float = DEATH_MEMORY_SECS) -> tuple[float, ...]:
+    """A topology's worker death times here after one more at `now`, older ones forgotten."""
+    return (*(t for t in times if now - t < window), now)
+
+
+def deaths_within(times: Sequence[float], now: float, window: float = RECENT_DEATHS_SECS) -> int:
+    return sum(1 for t in times if now - t < window)
+
+
+def recent_deaths(death_times: Mapping[str, Sequence[float]], now: float,
+                  window: float = RECENT_DEATHS_SECS) -> tuple[tuple[str, int], ...]:
+    """(topology, deaths in the last `window`) for each topology with any (SupervisorInfo's form)."""
+    counts = ((sid, deaths_within(times, now, window)) for sid, times in sorted(death_times.items()))
+    return tuple((sid, n) for sid, n in counts if n)
+
+
+def topology_hold_until(times: Sequence[float], now: float, base_secs: float = 1.0, max_secs: float = 60.0,
+                        window: float = DEATH_MEMORY_SECS) -> float | None:
+    """When the next worker of a topology whose workers died here at `times` may launch: the
+    slot back-off (one free retry, then base, 2*base ... max) over the topology's deaths in the
+    last `window`, from the newest; None when nothing holds it."""
+    recent = [t for t in times if now - t < window]
+    delay = backoff_delay(len(recent), base_secs, max_secs, free_retries=1)
+    return max(recent) + delay if recent and delay > 0 else None
+
+
 def retry_due(failures: int, last_failure_at: float | None, now: float, base_secs: float = 1.0,
               max_secs: float = 60.0) -> bool:
     """Whether a failed operation (e.g. a code download) may be tried again now."""
@@ -242,6 +277,9 @@ def _prepare(state: SlotState, target: LocalAssignment | None, inputs: SlotInput
     if target is None:
         return replace(state, phase=SlotPhase.EMPTY, assignment=None, failures=0), ()
     if inputs.code_present:
+        hold = inputs.topology_hold_until
+        if hold is not None and now < hold:
+            return replace(state, phase=SlotPhase.WAITING_TO_RELAUNCH, assignment=target, relaunch_at=hold), ()
         return _launch(state, target, inputs, now)
     return (replace(state, phase=SlotPhase.WAITING_FOR_CODE, assignment=target),
             (DownloadCode(target.storm_id),))
@@ -362,7 +400,7 @@ def step(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig = Sl
         if not equivalent(inputs.assignment, state.assignment):
             return _prepare(replace(state, failures=0), inputs.assignment, inputs, now)
         if inputs.code_present:
-            return _launch(state, state.assignment, inputs, now)
+            return _prepare(state, state.assignment, inputs, now)
         return state, ()
     if phase is SlotPhase.WAITING_TO_RELAUNCH:
         if not equivalent(inputs.assignment, state.assignment):

@@ -636,3 +636,48 @@ def test_worker_restarts_count_relaunches_per_topology_and_port():
     assert worker_restarts(counts) == (("a-1", 6700, 2),)
     counts = count_launch(counts, "b-2", 6701, in_use={"b-2"})  # a-1 is gone: forgotten
     assert worker_restarts(counts) == (("b-2", 6701, 1),)
+
+
+# --- the topology's back-off, across slots ------------------------------------------------------
+
+def test_topology_hold_follows_the_topologys_deaths_not_the_slot():
+    from daemons.supervisor.slot import topology_hold_until
+
+    assert topology_hold_until((), T0) is None
+    assert topology_hold_until((T0,), T0) is None  # one free retry, as a slot's own back-off
+    assert topology_hold_until((T0 - 2, T0), T0) == T0 + 1
+    assert topology_hold_until((T0 - 3, T0 - 2, T0), T0) == T0 + 2
+    deaths = tuple(T0 - i for i in range(20))
+    assert topology_hold_until(deaths, T0, max_secs=60) == T0 + 60
+    # deaths older than the memory are forgotten: a topology stable for 10 minutes starts over
+    assert topology_hold_until(deaths, T0 + 700, max_secs=60) is None
+
+
+def test_remember_and_count_recent_deaths():
+    from daemons.supervisor.slot import deaths_within, recent_deaths, remember_death
+
+    times = ()
+    for t in (0, 100, 400, 650):
+        times = remember_death(times, T0 + t)
+    assert times == (T0 + 100, T0 + 400, T0 + 650)  # 600 s of memory
+    assert deaths_within(times, T0 + 650) == 2  # the last 300 s
+    assert recent_deaths({"t1": times, "t2": (T0,)}, T0 + 650) == (("t1", 2),)
+
+
+def test_a_new_slot_of_a_failing_topology_waits_for_its_back_off():
+    # Nimbus moved the executors of a crash-looping topology here: the launch waits.
+    from daemons.supervisor.slot import SlotPhase
+
+    state = SlotState(PORT)
+    inputs = SlotInputs(A, True, None, False, "w1", topology_hold_until=T0 + 8)
+    state, actions = step(state, inputs, T0, CONF)
+    assert state.phase is SlotPhase.WAITING_TO_RELAUNCH and state.relaunch_at == T0 + 8 and not actions
+    state, actions = step(state, inputs, T0 + 5, CONF)
+    assert state.phase is SlotPhase.WAITING_TO_RELAUNCH and not actions
+    state, actions = step(state, inputs, T0 + 8, CONF)
+    assert "LaunchWorker" in kinds(actions)
+    # a worker waiting for its code waits for the back-off too once the code is there
+    state, _ = step(SlotState(PORT), SlotInputs(A, False, None, False, "w2", topology_hold_until=T0 + 8), T0, CONF)
+    assert state.phase is SlotPhase.WAITING_FOR_CODE
+    state, actions = step(state, SlotInputs(A, True, None, False, "w3", topology_hold_until=T0 + 8), T0 + 1, CONF)
+    assert state.phase is SlotPhase.WAITING_TO_RELAUNCH and not actions
