@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from cluster_state.config import ConfigError
@@ -50,18 +52,38 @@ def _uptime(secs: int) -> str:
 @click.command("list")
 @common_options
 def list_(conf):
-    """One row per topology: name, id, status, tasks, workers, uptime."""
+    """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
+    the last 5 minutes and the last error (where and when)."""
     info = call(conf, "cluster_info")
     tops = info["topologies"]
     if not tops:
         click.echo("No topologies running.")
         return
-    rows = [("NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME")]
-    rows += [(t["name"], t["id"], t["status"].upper(), str(t["num_tasks"]), str(t["num_workers"]),
-              _uptime(t["uptime_secs"])) for t in tops]
+    now = info.get("now_secs") or time.time()
+    rows = [("NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME", "RESTARTS(5m)", "LAST ERROR")]
+    rows += [(t["name"], t["id"], t["status"].upper(), str(t["num_tasks"]),
+              str(t.get("live_workers", t["num_workers"])), _uptime(t["uptime_secs"]),
+              str(t.get("recent_restarts", 0)), _last_error(t.get("last_error"), now)) for t in tops]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+# A problem older than this is history (the UI keeps it): the list shows what is wrong now.
+LAST_ERROR_SECS = 600
+
+
+def _last_error(problem: dict | None, now: float) -> str:
+    """`COMPONENT@HOST:PORT 12s ago: the error` on one line, or "-"."""
+    from daemons.nimbus.health import short
+
+    if not problem or now - problem["time_secs"] > LAST_ERROR_SECS:
+        return "-"
+    where = "@".join(x for x in (problem.get("component"), problem.get("host")) if x)
+    if problem.get("port") is not None:
+        where += f":{problem['port']}"
+    age = f"{_uptime(now - problem['time_secs'])} ago"
+    return short(f"{where} {age}: {problem['error']}" if where else f"{age}: {problem['error']}")
 
 
 def _wait_option(fn):

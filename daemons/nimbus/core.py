@@ -27,7 +27,7 @@ from cluster_state.records import (
     StormBase,
 )
 from cluster_state.storm import StormClusterState
-from daemons.nimbus import liveness
+from daemons.nimbus import health, liveness
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.details import info_from_details
 from daemons.nimbus.rebalance_notes import rebalance_notes
@@ -327,30 +327,60 @@ class NimbusCore:
             now = self.clock()
             used: dict[str, set[int]] = {}
             topologies = []
+            sups = self.cluster.all_supervisor_info()
             for storm_id in sorted(self.cluster.active_storms()):
                 base = self._base_or_none(storm_id)
                 if base is None:
                     continue
                 assignment = self._assignment_or_none(storm_id)
-                slots = set() if assignment is None else set(assignment.executor_node_port.values())
+                enp = {} if assignment is None else assignment.executor_node_port
+                slots = set(enp.values())
                 for node, port in slots:
                     used.setdefault(node, set()).add(port)
-                tasks = sum(e - s + 1 for s, e in (assignment.executor_node_port if assignment else {}))
+                tasks = sum(e - s + 1 for s, e in enp)
                 topologies.append({"name": base.storm_name, "id": storm_id, "status": base.status,
                                    "num_tasks": tasks, "num_workers": len(slots),
-                                   "num_executors": 0 if assignment is None else len(assignment.executor_node_port),
+                                   "num_executors": len(enp),
                                    "uptime_secs": int(now - base.launch_time_secs),
                                    "owner": base.owner or "", "requested_workers": base.num_workers,
-                                   "slots": sorted([node, port] for node, port in slots)})
+                                   "slots": sorted([node, port] for node, port in slots),
+                                   **self._health(storm_id, base, enp, sups, now)})
             supervisors = []
-            for sid, info in sorted(self.cluster.all_supervisor_info().items()):
+            for sid, info in sorted(sups.items()):
                 supervisors.append({"id": sid, "host": info.hostname, "slots": len(info.meta),
                                     "used": len(used.get(sid, ())), "ports": list(info.meta),
                                     "uptime_secs": info.uptime_secs, "version": info.version or "",
                                     "logviewer_port": info.logviewer_port,
                                     "worker_restarts": [list(r) for r in info.worker_restarts]})
             return {"nimbus_uptime_secs": int(now - self.started_at), "nimbus_version": storm_py_version(),
+                    "now_secs": int(now),
                     "supervisors": supervisors, "topologies": topologies}
+
+    def _health(self, storm_id: str, base: StormBase, enp: Mapping, sups: Mapping[str, Any],
+                now: float) -> dict[str, Any]:
+        """Live workers (slots with an executor whose heartbeat advanced within the task
+        timeout), worker restarts in the last minutes and the newest problem (daemons/nimbus/health.py)."""
+        timeout = float(self.conf["nimbus.task.timeout.secs"])
+        cache = self._beats.get(storm_id, {})
+        live = health.live_workers(slot for ex, slot in enp.items() if liveness.is_fresh(cache.get(ex), now, timeout))
+        restarts = sum(n for info in sups.values() for sid, n in info.recent_worker_deaths if sid == storm_id)
+        meta = self._meta.get(storm_id)
+        errors = {}
+        for comp in sorted(meta.structure.components) if meta is not None else ():
+            try:
+                e = self.cluster.last_error(storm_id, comp)
+            except DecodeError:
+                e = None
+            if e is not None:
+                errors[comp] = [(e.time_secs, e.error, e.host, e.port)]
+        deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname)
+                  for info in sups.values() for d in info.worker_deaths if d.storm_id == storm_id]
+        problem = health.newest_problem(errors, deaths)
+        unassigned = sum(base.component_executors.values()) - len(enp) if base.component_executors else 0
+        problem = health.no_slots_problem(unassigned, len(sups), str(self.conf["storm.zookeeper.root"]),
+                                          int(now)) or problem
+        return {"live_workers": live, "recent_restarts": restarts,
+                "last_error": None if problem is None else problem.to_dict()}
 
     def topology_info(self, name: str) -> dict[str, Any]:
         """Each component's all-time figures, executors and last error (the CLI's and the test

@@ -94,8 +94,19 @@ def topology_summary(info: Mapping[str, Any]) -> dict:
         "uptime": fmt.pretty_uptime(t["uptime_secs"]), "uptimeSeconds": int(t["uptime_secs"]),
         "tasksTotal": int(t["num_tasks"]), "workersTotal": int(t["num_workers"]),
         "executorsTotal": int(t["num_executors"]), "replicationCount": 1, **_NO_RESOURCES,
-        "owner": t.get("owner", ""), "schedulerInfo": ""} for t in info["topologies"]],
+        "owner": t.get("owner", ""), "schedulerInfo": "",
+        # storm-py's additions (daemons/nimbus/health.py): what `storm-py list` shows
+        "workersLive": int(t.get("live_workers", 0)), "workerRestarts5m": int(t.get("recent_restarts", 0)),
+        "lastError": _problem(t.get("last_error"))} for t in info["topologies"]],
         "schedulerDisplayResource": False}
+
+
+def _problem(problem: Mapping[str, Any] | None) -> dict | None:
+    if not problem:
+        return None
+    return {"error": problem["error"], "errorTime": int(problem["time_secs"]),
+            "component": problem.get("component") or "", "errorHost": problem.get("host") or "",
+            "errorPort": problem.get("port") if problem.get("port") is not None else ""}
 
 
 @dataclass(frozen=True)

@@ -332,3 +332,37 @@ def test_daemon_keys_never_reach_a_topologys_conf(env):
                 or k in ("storm.local.dir", "storm.log.dir", "storm.local.hostname")]
     assert stored["my.key"] == 1 and stored["other.key"] == 2 and stored["topology.workers"] == 1
     assert stored["topology.message.timeout.secs"] == core.conf["topology.message.timeout.secs"]
+
+
+def test_cluster_info_says_how_a_topology_fares_live_workers_restarts_and_the_last_error(env):
+    # A topology whose workers crash-loop used to show ACTIVE with its assigned workers.
+    core = env.nimbus()
+    storm_id = _submit(env, core, config={"topology.workers": 2})
+    (top,) = core.cluster_info()["topologies"]
+    assert top["live_workers"] == 0 and top["recent_restarts"] == 0
+    assert top["last_error"]["error"].startswith("no supervisor offers slots: none is registered under ZooKeeper root")
+
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core.mk_assignments()
+    assignment = env.cluster.assignment_info(storm_id)
+    (top,) = core.cluster_info()["topologies"]
+    assert top["num_workers"] == 2 and top["live_workers"] == 0 and top["last_error"] is None
+    # one worker heartbeats, the other died twice in the last minutes on a missing module
+    slots = sorted(set(assignment.executor_node_port.values()))
+    env.clock.advance(5)
+    beat(env.cluster, storm_id, assignment, time_secs=int(env.clock()), skip_slots=slots[1:])
+    core.mk_assignments()
+    death = WorkerDeath(storm_id, slots[1][1], int(env.clock()), f"worker w2 on port {slots[1][1]} exited",
+                        exit_code=1, error_line="ModuleNotFoundError: No module named 'nltk'")
+    env.cluster.supervisor_heartbeat("sup-1", SupervisorInfo(
+        time_secs=2, hostname="host-a", assignment_id="sup-1", used_ports=(), meta=(6700, 6701, 6702, 6703),
+        scheduler_meta=None, uptime_secs=0, worker_deaths=(death,), recent_worker_deaths=((storm_id, 2),)))
+    (top,) = core.cluster_info()["topologies"]
+    assert top["live_workers"] == 1 and top["recent_restarts"] == 2
+    problem = top["last_error"]
+    assert (problem["host"], problem["port"], problem["component"]) == ("host-a", slots[1][1], None)
+    assert problem["error"].startswith("module 'nltk' is not installed in the workers' Python on this host")
+    # a component's reported error, newer (written at the real time, after the fake clock's), wins
+    env.cluster.report_error(storm_id, "pass", "host-a", slots[0][1], "Traceback ...\nValueError: boom")
+    (top,) = core.cluster_info()["topologies"]
+    assert (top["last_error"]["component"], top["last_error"]["error"]) == ("pass", "ValueError: boom")

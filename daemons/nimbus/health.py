@@ -1,0 +1,81 @@
+"""What `storm-py list` and the REST API say about a topology's health (pure).
+
+A topology that can never run (a component raising in `prepare`, a module missing where the
+workers run, no supervisor at all) used to show ACTIVE with its assigned workers while they
+crash-looped: the cause was only in worker.log. These decide, from what Nimbus reads anyway
+(the supervisors' recent worker deaths, the deaths' error lines, the components' reported
+errors, the executors' heartbeats), the figures an operator sees first: the workers alive,
+the restarts in the last minutes and the newest problem with where it happened.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+# A worker's ImportError for a module the topology imports: installed where it was submitted,
+# not in the Python the supervisor runs workers with.
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'")
+MAX_ERROR_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that went wrong: when, where and what (the line an operator acts on)."""
+
+    time_secs: int
+    text: str
+    component: str | None = None
+    host: str | None = None
+    port: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"time_secs": self.time_secs, "error": self.text, "component": self.component,
+                "host": self.host, "port": self.port}
+
+
+def explain(error_line: str) -> str:
+    """The error line, with what it means when it is a known cause (a module not installed)."""
+    found = _MISSING_MODULE.search(error_line)
+    if found:
+        return (f"module {found.group(1)!r} is not installed in the workers' Python on this host "
+                f"(the topology imports it): {error_line.strip()}")
+    return error_line.strip()
+
+
+def newest_problem(component_errors: Mapping[str, Iterable[tuple[int, str, str | None, int | None]]],
+                   deaths: Iterable[tuple[int, str, str, int, str]]) -> Problem | None:
+    """The newest of the components' reported errors (time, error, host, port) and the
+    workers' deaths (time, error line, reason, port, host); a death's error line, or else its
+    reason, says what happened."""
+    found: list[Problem] = []
+    for comp, errors in component_errors.items():
+        for time_secs, error, host, port in errors:
+            first = error.strip().splitlines()[-1] if error.strip() else error
+            found.append(Problem(time_secs, explain(first), comp, host, port))
+    for time_secs, error_line, reason, port, host in deaths:
+        found.append(Problem(time_secs, explain(error_line) if error_line else reason, None, host, port))
+    if not found:
+        return None
+    return max(found, key=lambda p: (p.time_secs, p.component or ""))
+
+
+def no_slots_problem(unassigned: int, supervisors: int, zk_root: str, now: int) -> Problem | None:
+    """Executors without a slot: say why when no supervisor is registered at all."""
+    if unassigned <= 0:
+        return None
+    if supervisors == 0:
+        return Problem(now, f"no supervisor offers slots: none is registered under ZooKeeper root {zk_root!r} "
+                            "(a supervisor using another storm.zookeeper.root or ZooKeeper does not count)")
+    return Problem(now, f"{unassigned} executor(s) have no slot: the supervisors' slots are all in use")
+
+
+def short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """One line, at most `limit` characters (the list's last column)."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[:limit - 3] + "..."
+
+
+def live_workers(slots_of_alive_executors: Iterable[tuple[str, int]]) -> int:
+    return len(set(slots_of_alive_executors))

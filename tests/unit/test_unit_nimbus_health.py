@@ -1,0 +1,39 @@
+"""What `storm-py list` says about a topology's health (daemons/nimbus/health.py) and how it prints."""
+
+from __future__ import annotations
+
+from daemons.cli_admin import _last_error
+from daemons.nimbus import health
+
+
+def test_a_missing_module_is_named_as_a_missing_install():
+    line = "ModuleNotFoundError: No module named 'nltk'"
+    assert health.explain(line) == ("module 'nltk' is not installed in the workers' Python on this host "
+                                    f"(the topology imports it): {line}")
+    assert health.explain("ValueError: boom ") == "ValueError: boom"
+
+
+def test_newest_problem_takes_the_newest_of_errors_and_deaths():
+    errors = {"split": [(100, "Traceback (most recent call last):\n  ...\nValueError: x", "h1", 6700)]}
+    deaths = [(90, "", "worker w on port 6701 exited", 6701, "h2")]
+    p = health.newest_problem(errors, deaths)
+    assert (p.time_secs, p.text, p.component, p.host, p.port) == (100, "ValueError: x", "split", "h1", 6700)
+    p = health.newest_problem(errors, [(120, "", "worker w on port 6701 exited", 6701, "h2")])
+    assert (p.text, p.component, p.host, p.port) == ("worker w on port 6701 exited", None, "h2", 6701)
+    assert health.newest_problem({}, []) is None
+
+
+def test_no_slots_says_why():
+    assert health.no_slots_problem(0, 0, "/storm", 5) is None
+    assert "none is registered under ZooKeeper root '/storm'" in health.no_slots_problem(3, 0, "/storm", 5).text
+    assert health.no_slots_problem(3, 2, "/storm", 5).text.startswith("3 executor(s) have no slot")
+
+
+def test_the_lists_last_error_column():
+    p = {"time_secs": 1000, "error": "ValueError:   boom\nmore", "component": "split", "host": "h1", "port": 6700}
+    assert _last_error(p, 1012) == "split@h1:6700 0m12s ago: ValueError: boom more"
+    assert _last_error({**p, "component": None}, 1012) == "h1:6700 0m12s ago: ValueError: boom more"
+    assert _last_error(p, 1000 + 601) == "-"  # history, not what is wrong now
+    assert _last_error(None, 0) == "-"
+    long = _last_error({**p, "error": "x" * 500}, 1012)
+    assert len(long) == health.MAX_ERROR_CHARS and long.endswith("...")
