@@ -289,6 +289,9 @@ class InMemoryClusterState:
     def disconnected_for(self) -> float:
         return 0.0
 
+    def reconnects(self) -> int:
+        return 0
+
     def close(self) -> None:
         with self._close_lock:
             if self._closed:

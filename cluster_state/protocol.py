@@ -117,5 +117,8 @@ class ClusterState(Protocol):
     def disconnected_for(self) -> float:
         """Seconds since the connection was lost (0.0 while connected)."""
 
+    def reconnects(self) -> int:
+        """How many times the connection came back after an outage (0 if it never went)."""
+
     def close(self) -> None:
         """Idempotent; ephemeral nodes of this client go away."""

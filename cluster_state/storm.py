@@ -422,6 +422,10 @@ class StormClusterState:
     def disconnected_for(self) -> float:
         return self._cs.disconnected_for()
 
+    def reconnects(self) -> int:
+        """How many times the connection came back after an outage."""
+        return self._cs.reconnects()
+
     def disconnect(self) -> None:
         """Idempotent. Closes the ClusterState too when mk_storm_cluster_state created it."""
         with self._lock:

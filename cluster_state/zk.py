@@ -80,6 +80,7 @@ class ZkClusterState:
         self._ephemerals: dict[str, bytes] = {}
         self._watches = WatchBook()
         self._connected = threading.Event()
+        self._reconnects = 0  # connections that came back after an outage (Nimbus's grace)
         self._state = ConnectionState.LOST
         self._disconnected_since: float | None = time.monotonic()
         self._outage_warned = False
@@ -142,6 +143,8 @@ class ZkClusterState:
     def _on_state(self, state: str) -> None:
         # kazoo connection thread: record and enqueue only, never block.
         if state == KazooState.CONNECTED:
+            if self._disconnected_since is not None:
+                self._reconnects += 1
             self._state = ConnectionState.CONNECTED
             self._disconnected_since = None
             self._outage_warned = False
@@ -159,6 +162,9 @@ class ZkClusterState:
     @property
     def connection_state(self) -> ConnectionState:
         return ConnectionState.CLOSED if self._closed else self._state
+
+    def reconnects(self) -> int:
+        return self._reconnects
 
     def disconnected_for(self) -> float:
         since = self._disconnected_since

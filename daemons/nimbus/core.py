@@ -87,6 +87,9 @@ class NimbusCore:
         self._timer_seq = itertools.count()
         self._beats: dict[str, dict[tuple[int, int], liveness.Seen]] = {}  # storm id -> executor -> seen
         self._sup_beats: dict[str, liveness.Seen] = {}
+        self._sup_slots: dict[str, SupervisorSlots] = {}  # the last round's, kept through an outage's grace
+        self._reconnects = cluster.reconnects()
+        self._outage_grace_until = float("-inf")
         self._meta: dict[str, _Topology] = {}
         self.started_at = clock()
 
@@ -242,6 +245,7 @@ class NimbusCore:
         `scratch`: topologies rescheduled from nothing (a rebalance), as Storm does."""
         with self.lock:
             now = self.clock()
+            self._after_outage(now)
             supervisors = self._alive_supervisors(now)
             requests, old = [], {}
             for storm_id in sorted(self.cluster.active_storms()):
@@ -283,13 +287,33 @@ class NimbusCore:
                  len(set(enp.values())), moved)
         self.cluster.set_assignment(storm_id, assignment)
 
+    def _after_outage(self, now: float) -> None:
+        """ZooKeeper came back since the last round: Nimbus saw nothing meanwhile, so every
+        heartbeat clock restarts now and, for a supervisor timeout, supervisors whose node is
+        missing keep their slots (their sessions may still be coming back)."""
+        reconnects = self.cluster.reconnects()
+        if reconnects == self._reconnects:
+            return
+        self._reconnects = reconnects
+        self._beats = {sid: liveness.restart_clocks(cache, now) for sid, cache in self._beats.items()}
+        self._sup_beats = liveness.restart_clocks(self._sup_beats, now)
+        grace = float(self.conf["nimbus.supervisor.timeout.secs"])
+        self._outage_grace_until = now + grace
+        log.warning("ZooKeeper is back: heartbeats missed during the outage are not held against workers "
+                    "(every timeout restarts now; supervisors keep their slots for %gs)", grace)
+
     def _alive_supervisors(self, now: float) -> list[SupervisorSlots]:
         infos = self.cluster.all_supervisor_info()
-        self._sup_beats = liveness.update_cache(liveness.forget(self._sup_beats, infos),
-                                                {sid: i.time_secs for sid, i in infos.items()}, now)
-        alive = liveness.alive_supervisors(infos, self._sup_beats, now,
+        in_grace = now < self._outage_grace_until
+        kept = liveness.forget(self._sup_beats, set(infos) | (set(self._sup_slots) if in_grace else set()))
+        self._sup_beats = liveness.update_cache(kept, {sid: i.time_secs for sid, i in infos.items()}, now)
+        slots = {sid: SupervisorSlots(sid, i.hostname, tuple(i.meta)) for sid, i in infos.items()}
+        if in_grace:
+            slots = {**{sid: s for sid, s in self._sup_slots.items() if sid in self._sup_beats}, **slots}
+        self._sup_slots = slots
+        alive = liveness.alive_supervisors(slots, self._sup_beats, now,
                                            float(self.conf["nimbus.supervisor.timeout.secs"]))
-        return [SupervisorSlots(sid, infos[sid].hostname, tuple(infos[sid].meta)) for sid in sorted(alive)]
+        return [slots[sid] for sid in sorted(alive)]
 
     def _alive_executors(self, storm_id: str, current: Assignment, executors, now: float) -> frozenset:
         beats = self.cluster.executor_beats(storm_id, current.executor_node_port)

@@ -6,7 +6,10 @@ for `nimbus.task.timeout.secs` is dead, except during `nimbus.task.launch.secs` 
 time (its worker may still be starting). A supervisor is treated the same way with
 `nimbus.supervisor.timeout.secs`, and one whose ephemeral node vanished is dead at once.
 After a Nimbus restart the cache is empty, so every heartbeat seen is fresh: a restart never
-moves a running executor.
+moves a running executor. Likewise, time during which Nimbus could not read ZooKeeper is no
+evidence that anything died: when its connection comes back, every clock restarts
+(restart_clocks) and supervisors whose node is missing keep their slots for a grace period
+while their own sessions come back.
 """
 
 from __future__ import annotations
@@ -63,3 +66,8 @@ def forget(cache: Mapping[K, Seen], keep: Iterable[K]) -> dict[K, Seen]:
     """The cache restricted to `keep` (drops entries of removed topologies or supervisors)."""
     keep = set(keep)
     return {k: v for k, v in cache.items() if k in keep}
+
+
+def restart_clocks(cache: Mapping[K, Seen], now: float) -> dict[K, Seen]:
+    """The cache after Nimbus was blind until `now`: every heartbeat gets a full timeout from now."""
+    return {k: Seen(v.reported, max(v.seen_at, now)) for k, v in cache.items()}

@@ -160,6 +160,7 @@ def test_zookeeper_restart_clients_reconnect_and_watches_keep_firing(zk_server_f
     watcher.assignment_info("wc-1", calls)
     watcher.supervisors(sup_calls)
 
+    assert nimbus.reconnects() == 0  # the first connection is not a reconnection
     server.stop()
     wait_until(lambda: impatient.connection_state == ConnectionState.SUSPENDED, 10, "the client to notice")
     with pytest.raises(ClusterStateUnavailableError):
@@ -170,6 +171,7 @@ def test_zookeeper_restart_clients_reconnect_and_watches_keep_firing(zk_server_f
     for state in (sup, nimbus, watcher, impatient):
         wait_until(lambda s=state: s.connection_state == ConnectionState.CONNECTED, 20, "reconnection")
     assert impatient.disconnected_for() == 0.0
+    assert impatient.reconnects() >= 1  # what tells Nimbus that it was blind meanwhile
     nimbus.set_assignment("wc-1", assignment(6701))
     wait_until(lambda: calls.count == 1, 20, "the assignment callback after the restart")
     assert watcher.assignment_info("wc-1", calls) == assignment(6701)

@@ -366,3 +366,38 @@ def test_cluster_info_says_how_a_topology_fares_live_workers_restarts_and_the_la
     env.cluster.report_error(storm_id, "pass", "host-a", slots[0][1], "Traceback ...\nValueError: boom")
     (top,) = core.cluster_info()["topologies"]
     assert (top["last_error"]["component"], top["last_error"]["error"]) == ("pass", "ValueError: boom")
+
+
+def test_a_zookeeper_outage_is_not_held_against_workers_or_supervisors(env, monkeypatch):
+    # Nimbus could not read heartbeats during the outage; afterwards it saw stale ones and moved
+    # executors of workers that had been processing throughout. Now every clock restarts when
+    # the connection comes back, and a supervisor whose node is not back yet keeps its slots.
+    register_supervisor(env.cluster, "sup-1", "host-a", ports=(6700, 6701))
+    register_supervisor(env.cluster, "sup-2", "host-b", ports=(6700, 6701))
+    core = env.nimbus()
+    storm_id = _submit(env, core, config={"topology.workers": 2})
+    a = env.cluster.assignment_info(storm_id)
+    t = 1
+    for _ in range(4):  # running, past the launch grace
+        env.clock.advance(20)
+        t += 20
+        for sid, host in (("sup-1", "host-a"), ("sup-2", "host-b")):
+            register_supervisor(env.cluster, sid, host, ports=(6700, 6701), time_secs=t)
+        beat(env.cluster, storm_id, a, t)
+        core.mk_assignments()
+    assert env.cluster.assignment_info(storm_id) == a
+    # the outage: 90 s without a round; sup-1's session expired, its node not yet re-created
+    env.clock.advance(90)
+    env.cluster.cluster_state.delete_node("/supervisors/sup-1")
+    reconnects = env.cluster.reconnects() + 1
+    monkeypatch.setattr(env.cluster, "reconnects", lambda: reconnects)
+    core.mk_assignments()
+    assert env.cluster.assignment_info(storm_id) == a, "moved for heartbeats missed during the outage"
+    env.clock.advance(20)  # still within the timeouts counted from the reconnection
+    core.mk_assignments()
+    assert env.cluster.assignment_info(storm_id) == a
+    # the grace is not forever: sup-1 never comes back, sup-2's workers never heartbeat again
+    env.clock.advance(60)
+    core.mk_assignments()
+    after = env.cluster.assignment_info(storm_id).executor_node_port
+    assert not [s for s in after.values() if s[0] == "sup-1"]

@@ -45,3 +45,12 @@ def test_supervisors_need_a_node_and_a_fresh_heartbeat():
 def test_forget_drops_entries_of_the_gone():
     cache = update_cache({}, {"a": 1, "b": 1}, now=0)
     assert set(forget(cache, ["b"])) == {"b"}
+
+
+def test_restart_clocks_gives_every_heartbeat_a_full_timeout_from_now():
+    from daemons.nimbus.liveness import Seen, is_fresh, restart_clocks
+
+    cache = {"a": Seen(5, 100.0), "b": Seen(7, 250.0)}
+    after = restart_clocks(cache, 200.0)
+    assert after == {"a": Seen(5, 200.0), "b": Seen(7, 250.0)}
+    assert not is_fresh(cache["a"], 230.0, 30) and is_fresh(after["a"], 229.0, 30)

@@ -1,0 +1,118 @@
+"""A topology that can never run, as an operator meets it on a dev cluster: `storm-py list` shows
+its workers restarting and the cause (component, host, port), not ACTIVE with its workers; a
+module installed where it was submitted but not where the workers run is named as such; the
+cluster keeps working for a topology submitted afterwards."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import textwrap
+
+import pytest
+from devcluster_helpers import ROOT, running_dev_cluster, storm_py, submit
+from testutil import wait_until
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
+
+if shutil.which("java") is None:
+    pytest.skip("dev-cluster needs Java and the Debian zookeeper package", allow_module_level=True)
+
+FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
+        "-c", "supervisor.heartbeat.frequency.secs=1", "-c", "task.heartbeat.frequency.secs=1"]
+COLUMNS = ("NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME", "RESTARTS")
+
+SPOUT = '''
+from executor.api import Spout, TopologyBuilder
+
+
+class Numbers(Spout):
+    def declare_output_fields(self, declarer):
+        declarer.declare(["n"])
+
+    def open(self, conf, context, collector):
+        self.collector, self.n = collector, 0
+
+    def next_tuple(self):
+        self.n += 1
+        self.collector.emit([self.n])
+'''
+
+
+def _topology(root, name, head, bolt):
+    d = root / name
+    d.mkdir()
+    (d / "topology.py").write_text(textwrap.dedent(head) + SPOUT + textwrap.dedent(bolt) + textwrap.dedent('''
+        builder = TopologyBuilder()
+        builder.set_spout("numbers", Numbers(), 1)
+        builder.set_bolt("fragile", Fragile(), 1).shuffle_grouping("numbers")
+        topology = builder.create_topology()
+        config = {"topology.workers": 1}
+        '''))
+    return d / "topology.py"
+
+
+def rows(conf_dir) -> dict[str, dict[str, str]]:
+    """`storm-py list` as {name: {column: value}}; LAST ERROR is the rest of the line."""
+    out = storm_py("list", conf_dir=conf_dir).stdout.splitlines()
+    found = {}
+    for line in out[1:]:
+        parts = line.split(None, len(COLUMNS))
+        if len(parts) > len(COLUMNS):
+            found[parts[0]] = {**dict(zip(COLUMNS, parts)), "LAST ERROR": parts[len(COLUMNS)]}
+    return found
+
+
+def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_path):
+    raising = _topology(tmp_path, "raising", "", '''
+        from executor.api import Bolt
+
+
+        class Fragile(Bolt):
+            def prepare(self, conf, context, collector):
+                raise RuntimeError("the database at db.example:5432 refused the connection")
+
+            def execute(self, tup):
+                pass
+        ''')
+    # A module the submitter's Python has (on its PYTHONPATH) and the workers' does not.
+    lib = tmp_path / "client-lib"
+    lib.mkdir()
+    (lib / "fancylib.py").write_text("VALUE = 1\n")
+    missing = _topology(tmp_path, "missing", "import fancylib  # noqa: F401\n", '''
+        from executor.api import Bolt
+
+
+        class Fragile(Bolt):
+            def execute(self, tup):
+                pass
+        ''')
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", "--slots", "2", *FAST) as c:
+        submit(c.conf_dir, raising, "raising")
+        out = storm_py("jar", "submit", str(missing), "--name", "missing", conf_dir=c.conf_dir,
+                       env_extra={"PYTHONPATH": os.pathsep.join((str(ROOT), str(lib)))}, timeout=120)
+        assert "submitted topology missing as " in out.stdout, out.stderr
+
+        def failing(name, words):
+            row = rows(c.conf_dir).get(name)
+            return (row is not None and row["STATUS"] == "ACTIVE" and int(row["RESTARTS"]) >= 1
+                    and all(w in row["LAST ERROR"] for w in words) and row)
+
+        row = wait_until(lambda: failing("raising", ["RuntimeError: the database at db.example:5432 refused"]),
+                         timeout=120, interval=1, message="list showing raising's restarts and its error")
+        assert row["WORKERS"] == "0" and re.search(r":\d+ \d+m\d+s ago: ", row["LAST ERROR"]), row
+        row = wait_until(lambda: failing("missing", ["module 'fancylib' is not installed"]),
+                         timeout=120, interval=1, message="list naming the module missing where workers run")
+        assert row["WORKERS"] == "0", row
+
+        # the cluster goes on: a topology submitted now runs, its workers live, no error
+        storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
+        storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
+        wait_until(lambda: not ({"raising", "missing"} & set(rows(c.conf_dir))), timeout=60, interval=1,
+                   message="the failing topologies removed")
+        submit(c.conf_dir, ROOT / "examples" / "exclamation" / "topology.py", "fine")
+        row = wait_until(lambda: (r := rows(c.conf_dir).get("fine")) and r["WORKERS"] == "2" and r,
+                         timeout=120, interval=1, message="the next topology's 2 workers live")
+        assert row["RESTARTS"] == "0" and row["LAST ERROR"] == "-", row
+        storm_py("kill", "fine", "-w", "0", conf_dir=c.conf_dir)
