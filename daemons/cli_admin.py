@@ -29,6 +29,10 @@ class NimbusSession:
         except REMOTE_ERRORS as exc:
             raise click.ClickException(str(exc)) from None
 
+    @property
+    def timeout_secs(self) -> float:
+        return self._client.timeout_secs
+
     def __enter__(self) -> "NimbusSession":
         return self
 

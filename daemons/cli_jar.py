@@ -148,5 +148,6 @@ def submit(path, name, inactive, conf, overrides):
             upload_id = upload(client, package)
             storm_id = client.call("submit", name=name, upload_id=upload_id,
                                    initial_status="inactive" if inactive else "active",
+                                   client_timeout_secs=client.timeout_secs,
                                    conf=without_daemon_keys(without_secrets(overrides)))["id"]
     click.echo(f"submitted topology {name} as {storm_id}")

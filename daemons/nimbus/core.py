@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 
 from cluster_state.config import ConfigError, merge_configs
 from cluster_state.errors import ClusterStateError, DecodeError
+from cluster_state.protocol import ConnectionState
 from cluster_state.records import (
     STATUS_ACTIVE,
     STATUS_INACTIVE,
@@ -53,6 +54,7 @@ from daemons.nimbus.transitions import (
     state_from_base,
     transition,
 )
+from daemons.rpc.protocol import UnavailableError
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
 from executor.package import (
@@ -90,6 +92,7 @@ class NimbusCore:
         self._sup_slots: dict[str, SupervisorSlots] = {}  # the last round's, kept through an outage's grace
         self._reconnects = cluster.reconnects()
         self._outage_grace_until = float("-inf")
+        self._abandoned: set[str] = set()  # submits undone half-way whose removal ZooKeeper refused
         self._meta: dict[str, _Topology] = {}
         self.started_at = clock()
 
@@ -112,24 +115,31 @@ class NimbusCore:
 
     # ------------------------------------------------------------------ submit
     def submit(self, name: str, package: Path, initial_status: str = STATUS_ACTIVE,
-               overrides: Mapping[str, Any] | None = None) -> str:
-        """Validate and install a verified upload, write its storm base and assign it."""
+               overrides: Mapping[str, Any] | None = None, deadline: float | None = None) -> str:
+        """Validate and install a verified upload, write its storm base and assign it.
+        `deadline` (time.monotonic()): when the client stops waiting; a submit that cannot
+        finish before it is undone, so that a client's timeout never leaves a topology behind."""
         validate_topology_name(name)
         try:
             # Every file's digest checked now: a damaged package is refused at submit, not at a supervisor.
             manifest = verify_package(package, max_bytes=int(self.conf["storm.package.max.bytes"]))
-            return self.submit_code(name, manifest.structure(), manifest.conf, package, initial_status, overrides)
+            return self.submit_code(name, manifest.structure(), manifest.conf, package, initial_status, overrides,
+                                    deadline=deadline)
         finally:
             package.unlink(missing_ok=True)
 
     def submit_code(self, name: str, structure: TopologyStructure, submitted_conf: Mapping[str, Any], code: Any,
-                    initial_status: str = STATUS_ACTIVE, overrides: Mapping[str, Any] | None = None) -> str:
+                    initial_status: str = STATUS_ACTIVE, overrides: Mapping[str, Any] | None = None,
+                    deadline: float | None = None) -> str:
         """Validate a topology, install its `code` (what the store keeps: a package file, or
         LocalCluster's live objects), write its storm base and assign it."""
         validate_topology_name(name)
         if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
             raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
         validate_structure(structure)
+        if self.cluster.connection_state is not ConnectionState.CONNECTED:
+            raise UnavailableError(f"Nimbus cannot reach ZooKeeper ({self.cluster.connection_state.value}): "
+                                   f"topology {name!r} was not submitted; submit it again once ZooKeeper is back")
         with self.lock:
             existing = self._id_of(name)
             if existing is not None:
@@ -147,9 +157,12 @@ class NimbusCore:
             try:
                 self.cluster.setup_heartbeats(storm_id)
                 self.cluster.activate_storm(storm_id, base)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise UnavailableError(f"submitting topology {name!r} took longer than the client waits "
+                                           "(ZooKeeper slow or unreachable): undone, nothing was submitted")
                 self.mk_assignments()
             except BaseException:
-                self._remove(storm_id)
+                self._undo_submit(storm_id)
                 raise
         log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
         return storm_id
@@ -249,7 +262,7 @@ class NimbusCore:
             supervisors = self._alive_supervisors(now)
             requests, old = [], {}
             for storm_id in sorted(self.cluster.active_storms()):
-                base = self._base_or_none(storm_id)
+                base = None if storm_id in self._abandoned else self._base_or_none(storm_id)
                 if base is None or not self.store.has(storm_id):
                     continue
                 layout = self.layout(storm_id, base)
@@ -333,6 +346,8 @@ class NimbusCore:
     def cleanup(self) -> None:
         """Heartbeats, errors and code of topologies that are gone (Storm's do-cleanup)."""
         with self.lock:
+            for storm_id in sorted(self._abandoned):
+                self._undo_submit(storm_id)
             alive = set(self.cluster.active_storms())
             for storm_id in set(self.cluster.heartbeat_storms()) - alive:
                 self.cluster.teardown_heartbeats(storm_id)
@@ -353,7 +368,7 @@ class NimbusCore:
             topologies = []
             sups = self.cluster.all_supervisor_info()
             for storm_id in sorted(self.cluster.active_storms()):
-                base = self._base_or_none(storm_id)
+                base = None if storm_id in self._abandoned else self._base_or_none(storm_id)
                 if base is None:
                     continue
                 assignment = self._assignment_or_none(storm_id)
@@ -531,6 +546,18 @@ class NimbusCore:
     def _state(self, storm_id: str, base: StormBase) -> TopologyState:
         timeout = float(self._topology(storm_id).conf["topology.message.timeout.secs"])
         return state_from_base(storm_id, base, timeout)
+
+    def _undo_submit(self, storm_id: str) -> None:
+        """Remove a submit that failed half-way; if ZooKeeper refuses now, every cleanup round
+        tries again, and no round assigns it meanwhile (a ghost the user was told failed)."""
+        self._abandoned.add(storm_id)
+        try:
+            self.cluster.remove_storm(storm_id)
+        except ClusterStateError as exc:
+            log.warning("undoing the submit of %s: %s (tried again every monitor round)", storm_id, exc)
+            return
+        self._remove(storm_id)
+        self._abandoned.discard(storm_id)
 
     def _remove(self, storm_id: str) -> None:
         """Storm base, assignment and heartbeats go first (workers then exit), then errors and code."""

@@ -18,6 +18,7 @@ Operations (args -> result):
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from daemons.nimbus.code_store import CHUNK_BYTES, CodeStore, UploadError, UploadTooLargeError
@@ -56,9 +57,13 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         upload_id = arg(a, "upload_id", str)
         status = arg(a, "initial_status", str, "active")
         overrides = arg(a, "conf", dict, {})
+        # How long the client waits (its timeout; older clients: Nimbus's own): a submit that
+        # cannot finish in time is undone rather than left to start after the client gave up.
+        waits = arg(a, "client_timeout_secs", (int, float), None) or float(core.conf["nimbus.thrift.timeout"])
+        deadline = time.monotonic() + max(0.5, 0.8 * float(waits))
         with core.lock:
             package = _upload(lambda: store.finish_upload(upload_id))
-        return {"id": core.submit(name, package, status, overrides)}
+        return {"id": core.submit(name, package, status, overrides, deadline=deadline)}
 
     def kill(a: dict) -> None:
         core.kill(arg(a, "name", str), _wait(a))

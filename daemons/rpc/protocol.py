@@ -68,6 +68,12 @@ class InternalError(RpcError):
     kind = "internal"
 
 
+class UnavailableError(RpcError):
+    """The server cannot act now (Nimbus without ZooKeeper); nothing was changed."""
+
+    kind = "unavailable"
+
+
 class ProtocolError(RpcError):
     """Client side: the reply is not a valid frame of this protocol."""
 
@@ -90,6 +96,7 @@ _KIND_TO_CLASS: dict[str, type[Exception]] = {
     "bad-request": BadRequestError,
     "auth": AuthError,
     "internal": InternalError,
+    "unavailable": UnavailableError,
 }
 KINDS = tuple(_KIND_TO_CLASS)
 # Everything RpcClient.call raises for a failed call (the CLI catches these as one `error:` line).

@@ -401,3 +401,37 @@ def test_a_zookeeper_outage_is_not_held_against_workers_or_supervisors(env, monk
     core.mk_assignments()
     after = env.cluster.assignment_info(storm_id).executor_node_port
     assert not [s for s in after.values() if s[0] == "sup-1"]
+
+
+def test_a_submit_that_cannot_finish_in_time_leaves_nothing_behind(env, monkeypatch):
+    # With ZooKeeper down, a client timed out and the topology started by itself once ZooKeeper
+    # came back: a ghost the user believed refused.
+    from cluster_state.errors import ClusterStateUnavailableError
+    from cluster_state.protocol import ConnectionState
+    from daemons.rpc.protocol import UnavailableError
+
+    register_supervisor(env.cluster, "sup-1", "host-a")
+    core = env.nimbus()
+    with pytest.raises(UnavailableError, match="took longer than the client waits.*undone, nothing was submitted"):
+        core.submit("late", package(env.root), deadline=time.monotonic() - 1)
+    assert env.cluster.active_storms() == [] and core.store.stored_ids() == []
+    assert core.cluster_info()["topologies"] == []
+
+    # ZooKeeper refuses the undo too: nothing is assigned or listed meanwhile, a later round removes it
+    real_remove = env.cluster.remove_storm
+    monkeypatch.setattr(env.cluster, "remove_storm",
+                        lambda storm_id: (_ for _ in ()).throw(ClusterStateUnavailableError("zk down")))
+    with pytest.raises(UnavailableError):
+        core.submit("ghost", package(env.root), deadline=time.monotonic() - 1)
+    (ghost,) = env.cluster.active_storms()
+    core.mk_assignments()
+    assert env.cluster.assignment_info(ghost) is None and core.cluster_info()["topologies"] == []
+    monkeypatch.setattr(env.cluster, "remove_storm", real_remove)
+    core.cleanup()
+    assert env.cluster.active_storms() == [] and core.store.stored_ids() == []
+    assert core.submit("ghost", package(env.root)).startswith("ghost-")  # the name is free again
+
+    # Nimbus without ZooKeeper refuses at once, naming it
+    monkeypatch.setattr(type(env.cluster), "connection_state", property(lambda self: ConnectionState.SUSPENDED))
+    with pytest.raises(UnavailableError, match="Nimbus cannot reach ZooKeeper .*'nozk' was not submitted"):
+        core.submit("nozk", package(env.root))
