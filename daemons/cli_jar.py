@@ -7,6 +7,7 @@ on the client, as Storm runs the user's main class; Nimbus only ever reads the m
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -38,6 +39,14 @@ def package_max_bytes(conf: Mapping[str, Any]) -> int:
     return int(conf[MAX_BYTES_KEY])
 
 
+def _note_third_party(modules: Mapping[str, str | None]) -> None:
+    if modules:
+        named = ", ".join(f"{m} ({v})" if v else m for m, v in sorted(modules.items()))
+        click.echo(f"note: the topology imports {named}, installed here but not packaged: every supervisor's "
+                   f"Python must have {'it' if len(modules) == 1 else 'them'} (a worker's ImportError otherwise)",
+                   err=True)
+
+
 def _warn_daemon_keys(conf: Mapping[str, Any], where: str) -> None:
     note = daemon_keys_note((k for k in conf if is_daemon_key(k)), where)
     if note:
@@ -48,15 +57,20 @@ def build_from_topology_file(topology_path: Path, out: Path, conf: Mapping[str, 
     """Import the topology file, then package its directory with the structure and its config.
     Shared by `jar build` and `jar submit FILE.py`; failures are ClickExceptions naming the culprit."""
     from executor.multilang.streamparse import project_root
-    from executor.topology_file import load_topology_file
+    from executor.topology import copy_for_task
+    from executor.topology_file import load_topology_file, third_party_modules
 
     try:
+        before = set(sys.modules)
         tf = load_topology_file(topology_path)
+        for comp, obj in sorted(tf.topology.objs.items()):
+            copy_for_task(obj, comp)  # what every worker does per task: refused here, not in a crash loop
+        # a streamparse project's topology: the package holds the project (src/, config.json)
+        root = project_root(tf.path)
+        _note_third_party(third_party_modules(set(sys.modules) - before, root or tf.path.parent))
         topo_conf = merge_configs(tf.config, source=f"{tf.path} config")
         _warn_daemon_keys(topo_conf, f"{tf.path} config")
         topo_conf = without_daemon_keys(topo_conf)
-        # a streamparse project's topology: the package holds the project (src/, config.json)
-        root = project_root(tf.path)
         src, name = (root, f"{tf.path.parent.name}/{tf.path.name}") if root else (tf.path.parent, tf.path.name)
         return build_package(src, name, out, structure=tf.topology.structure.to_dict(),
                              conf=topo_conf, max_bytes=package_max_bytes(conf))

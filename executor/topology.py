@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -235,3 +236,15 @@ def _declared_streams(spec: _BuildSpec) -> dict[str, StreamSpec]:
         raise InvalidTopologyError(
             f"component {spec.id!r}: declare_output_fields raised {type(exc).__name__}: {exc}") from exc
     return {s: StreamSpec(f, d) for s, (f, d) in declarer.streams.items()}
+
+
+def copy_for_task(obj: Any, component_id: str) -> Any:
+    """The instance one task runs: a deep copy of the submitted one, as if deserialized (Storm
+    serializes each component). Checked by the submitter too, so that a component holding a
+    lock, socket or client is refused at submit instead of crash-looping its workers."""
+    try:
+        return copy.deepcopy(obj)
+    except Exception as exc:
+        raise InvalidTopologyError(
+            f"component {component_id!r}: its instance cannot be copied per task ({type(exc).__name__}: {exc}); "
+            f"create sockets, locks and clients in open()/prepare(), not in __init__") from exc

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import re
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from executor.errors import InvalidTopologyError
 from executor.topology import StormTopology
@@ -123,3 +125,56 @@ def load_topology_file(path: str | Path) -> TopologyFile:
     if not isinstance(config, dict):
         raise InvalidTopologyError(f"topology file {path}: 'config' must be a dict, got {type(config).__name__}")
     return TopologyFile(path, topology, {**declared, **config})
+
+
+# What storm-py itself brings: never "third-party" for a topology.
+_OWN_PACKAGES = frozenset({"executor", "daemons", "cluster_state"})
+
+
+def third_party_modules(new_modules: Iterable[str], topology_dir: Path) -> dict[str, str | None]:
+    """Top-level modules a topology file's import brought in that neither the standard library,
+    storm-py nor the packaged directory provides (they must be installed where workers run),
+    with their distribution's version when known."""
+    from importlib import metadata
+
+    dists = metadata.packages_distributions()
+    ours = _storm_py_requirements()
+    found: dict[str, str | None] = {}
+    for name in new_modules:
+        top = name.partition(".")[0]
+        if top in found or top.startswith("_") or top in sys.stdlib_module_names or top in _OWN_PACKAGES:
+            continue
+        if any(_normal(d) in ours for d in dists.get(top, ())):
+            continue  # installed with storm-py wherever it runs
+        module = sys.modules.get(top)
+        origin = getattr(module, "__file__", None)
+        if module is None or origin is None:
+            continue  # namespace or built-in
+        try:
+            Path(origin).resolve().relative_to(topology_dir.resolve())
+            continue  # a sibling module: packaged with the topology
+        except ValueError:
+            pass
+        version = None
+        for dist in dists.get(top, ()):
+            try:
+                version = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+        found[top] = version
+    return found
+
+
+def _normal(dist: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
+def _storm_py_requirements() -> frozenset[str]:
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("storm-py") or []
+    except metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(_normal(re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0]) for r in requires if "extra ==" not in r)

@@ -21,7 +21,7 @@ from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BasicBoltAdapter, BoltExecutor
 from executor.components import BasicBolt
 from executor.context import TopologyContext
-from executor.errors import ComponentError, InvalidTopologyError
+from executor.errors import ComponentError
 from executor.layout import TopologyLayout
 from executor.receive_queue import ReceiveQueue
 from executor.routing import build_routes
@@ -31,7 +31,7 @@ from executor.stats import component_totals, group_by_component
 from executor.stats_keeper import StatsKeeper
 from executor.stats_record import ExecutorStats, to_wire
 from executor.ticks import TickTimer
-from executor.topology import StormTopology
+from executor.topology import StormTopology, copy_for_task
 from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
 from executor.worker_io import ReceiveIO, TransferIO
 from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing, thread_groups
@@ -196,13 +196,7 @@ class Worker:
         return SpoutExecutor(wiring) if p.kind == "spout" else BoltExecutor(wiring)
 
     def _copy_component(self, comp: str):
-        # Each task gets its own instance, as if deserialized from the submitted topology.
-        try:
-            obj = copy.deepcopy(self.topology.objs[comp])
-        except Exception as exc:
-            raise InvalidTopologyError(
-                f"component {comp!r}: its instance cannot be copied per task ({type(exc).__name__}: {exc}); "
-                f"create sockets, locks and clients in open()/prepare(), not in __init__") from exc
+        obj = copy_for_task(self.topology.objs[comp], comp)
         return BasicBoltAdapter(obj) if isinstance(obj, BasicBolt) else obj
 
     # ---- routing changes ----

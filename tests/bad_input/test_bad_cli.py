@@ -293,3 +293,61 @@ def test_error_report_prints_each_distinct_error_once(tmp_path):
         "component 'split' task 4 reported an error: KeyError: 'w'",
     ]
     assert report([], [], tmp_path) == []
+
+
+# ---------------------------------------------------------------- checked on the client at submit
+
+_UNCOPYABLE = '''
+import threading
+
+from executor.api import Bolt, Spout, TopologyBuilder
+
+
+class Numbers(Spout):
+    def declare_output_fields(self, declarer):
+        declarer.declare(["n"])
+
+    def next_tuple(self):
+        pass
+
+
+class Holder(Bolt):
+    def __init__(self):
+        self.lock = threading.Lock()  # made in __init__: every worker's per-task copy fails
+
+    def execute(self, tup):
+        pass
+
+
+builder = TopologyBuilder()
+builder.set_spout("numbers", Numbers())
+builder.set_bolt("holder", Holder()).shuffle_grouping("numbers")
+topology = builder.create_topology()
+'''
+
+
+def test_a_component_that_cannot_be_copied_is_refused_at_build_naming_it(tmp_path):
+    # it used to be submitted, then every worker crash-looped copying it per task
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "topology.py").write_text(_UNCOPYABLE)
+    line = one_error_line(storm_py("jar", "build", str(tmp_path / "t"), "-o", str(tmp_path / "out.zip")))
+    assert "component 'holder': its instance cannot be copied per task" in line and "prepare()" in line
+    assert not (tmp_path / "out.zip").exists()
+
+
+def test_build_names_the_third_party_modules_a_topology_imports(tmp_path):
+    # installed where it is submitted, maybe not where workers run: said at submit
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "fancylib.py").write_text("VALUE = 1\n")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "sibling.py").write_text("VALUE = 2\n")
+    (tmp_path / "t" / "topology.py").write_text(
+        "import fancylib  # noqa\nimport sibling  # noqa\nimport json  # noqa\nimport yaml  # noqa\n"
+        + _UNCOPYABLE.replace("threading.Lock()", "None"))
+    out = _storm_py("jar", "build", str(tmp_path / "t"), "-o", str(tmp_path / "out.zip"),
+                    env_extra={"PYTHONPATH": f"{CLI_ENV['PYTHONPATH']}:{lib}"})
+    assert out.returncode == 0, out.stderr
+    notes = [ln for ln in out.stderr.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1 and "the topology imports fancylib, installed here but not packaged" in notes[0], out.stderr
+    assert "sibling" not in notes[0] and "json" not in notes[0] and "yaml" not in notes[0]
