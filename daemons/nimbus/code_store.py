@@ -73,9 +73,16 @@ class CodeStore:
     def begin_upload(self, size: int, checksum: str, max_bytes: int) -> str:
         if size > max_bytes:
             raise UploadTooLargeError(f"package of {size} bytes exceeds storm.package.max.bytes ({max_bytes})")
+        free = _free_bytes(self.inbox)
+        if free is not None and size > free:
+            raise UploadError(f"not enough disk space for a package of {size} bytes in Nimbus's inbox "
+                              f"{self.inbox}: {free} bytes free")
         upload_id = uuid.uuid4().hex
         path = self.inbox / f"{upload_id}.part"
-        path.touch()
+        try:
+            path.touch()
+        except OSError as exc:
+            raise UploadError(f"cannot write in Nimbus's inbox {self.inbox}: {exc.strerror or exc}") from None
         self._uploads[upload_id] = _Upload(path, size, checksum, time.time())
         return upload_id
 
@@ -92,8 +99,16 @@ class CodeStore:
         if up.received + len(data) > up.size:
             self.abort_upload(upload_id)
             raise UploadTooLargeError(f"upload {upload_id}: more bytes than the {up.size} announced")
-        with open(up.path, "ab") as f:
-            f.write(data)
+        try:
+            with open(up.path, "ab") as f:
+                f.write(data)
+        except OSError as exc:
+            # Removed at once: a partial upload left in the inbox filled the disk for every later one.
+            self.abort_upload(upload_id)
+            free = _free_bytes(self.inbox)
+            raise UploadError(f"upload {upload_id}: cannot write {up.path} ({exc.strerror or exc}); the package "
+                              f"needs {up.size} bytes" + ("" if free is None else f", {free} free in {self.inbox}")
+                              + "; the partial upload was removed") from None
         up.digest.update(data)
         up.received += len(data)
         return up.received
@@ -145,6 +160,11 @@ class CodeStore:
                 f.flush()
                 os.fsync(f.fileno())
             os.rename(tmp, final)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            free = _free_bytes(self.dist)
+            raise UploadError(f"cannot install topology {storm_id} under {self.dist}: {exc.strerror or exc}"
+                              + ("" if free is None else f" ({free} bytes free)")) from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -174,3 +194,10 @@ class CodeStore:
 
     def remove(self, storm_id: str) -> None:
         shutil.rmtree(self.topology_dir(storm_id), ignore_errors=True)
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None

@@ -63,7 +63,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         deadline = time.monotonic() + max(0.5, 0.8 * float(waits))
         with core.lock:
             package = _upload(lambda: store.finish_upload(upload_id))
-        return {"id": core.submit(name, package, status, overrides, deadline=deadline)}
+        return {"id": _upload(lambda: core.submit(name, package, status, overrides, deadline=deadline))}
 
     def kill(a: dict) -> None:
         core.kill(arg(a, "name", str), _wait(a))

@@ -435,3 +435,30 @@ def test_a_submit_that_cannot_finish_in_time_leaves_nothing_behind(env, monkeypa
     monkeypatch.setattr(type(env.cluster), "connection_state", property(lambda self: ConnectionState.SUSPENDED))
     with pytest.raises(UnavailableError, match="Nimbus cannot reach ZooKeeper .*'nozk' was not submitted"):
         core.submit("nozk", package(env.root))
+
+
+def test_a_full_disk_is_named_and_the_partial_upload_removed_at_once(env, monkeypatch):
+    # A bare "OSError: [Errno 28]" naming no path; the partial upload stayed in the inbox and
+    # made every later submit fail until it expired.
+    import os
+    import shutil
+
+    from daemons.nimbus.code_store import UploadError
+
+    store = env.nimbus().store
+    upload = store.begin_upload(1000, "0" * 64, 1 << 20)
+    part = next(store.inbox.iterdir())
+    part.unlink()
+    os.symlink("/dev/full", part)  # writes fail with ENOSPC, as on a full disk
+    with pytest.raises(UploadError, match=r"cannot write .*\.part \(No space left on device\); the package "
+                                          r"needs 1000 bytes, \d+ free in .*inbox; the partial upload was removed"):
+        store.upload_chunk(upload, 0, b"x" * 400)
+    assert list(store.inbox.iterdir()) == []
+    with pytest.raises(UploadError, match="no upload"):
+        store.upload_chunk(upload, 0, b"x")
+    # refused before a byte is written when the space is not there
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10, 10, 0))
+    with pytest.raises(UploadError, match=r"not enough disk space for a package of 1000 bytes in Nimbus's "
+                                          r"inbox .*inbox: 0 bytes free"):
+        store.begin_upload(1000, "0" * 64, 1 << 20)
+    assert list(store.inbox.iterdir()) == []
