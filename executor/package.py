@@ -518,6 +518,36 @@ def load_manifest_file(path: str | os.PathLike) -> Manifest:
     return parse_manifest(raw, f"manifest {p}")
 
 
+def damaged_files(code_dir: str | os.PathLike) -> list[str]:
+    """What no longer matches the manifest in an extracted package: each file missing, of
+    another size or content ('path: problem'); [] when all is as packaged."""
+    d = Path(code_dir)
+    try:
+        manifest = load_manifest_file(d / MANIFEST_NAME)
+    except PackageError as exc:
+        return [str(exc)]
+    problems = []
+    for f in manifest.files:
+        path = d / f.path
+        try:
+            if path.is_symlink() or not path.is_file():
+                problems.append(f"{f.path}: missing")
+                continue
+            if path.stat().st_size != f.size:
+                problems.append(f"{f.path}: {path.stat().st_size} bytes, packaged {f.size}")
+                continue
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                while chunk := fh.read(_CHUNK):
+                    h.update(chunk)
+        except OSError as exc:
+            problems.append(f"{f.path}: unreadable ({exc.strerror or exc})")
+            continue
+        if h.hexdigest() != f.sha256:
+            problems.append(f"{f.path}: content differs from the package")
+    return problems
+
+
 # ---- verifying and extracting ----
 def _stream_entry(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, expected: PackagedFile,
                   used: int, max_bytes: int, sink: Any) -> int:

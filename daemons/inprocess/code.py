@@ -99,6 +99,9 @@ class LiveSupervisorCode:
     def present(self, storm_id: str) -> bool:
         return download.code_present(self.conf, storm_id, marker=CONF_FILE)
 
+    def damaged(self, storm_id: str) -> list[str]:
+        return []  # live objects: nothing on disk to damage
+
     def stored_ids(self) -> list[str]:
         return download.downloaded_ids(self.conf, marker=CONF_FILE)
 

@@ -392,6 +392,7 @@ class Supervisor(Service):
                     self._record_death(action)
                 except Exception:  # noqa: BLE001 -- diagnostics only: never stops the slots
                     log.exception("slot %s: could not record the death of worker %s", action.port, action.worker_id)
+                self._refetch_if_damaged(action.storm_id)
         else:
             raise TypeError(f"unknown slot action {action!r}")
 
@@ -438,6 +439,19 @@ class Supervisor(Service):
         self._deaths = worker_death.keep_deaths(self._deaths, death, in_use)
         if self._heartbeat_thread is not None:
             self._heartbeat_thread.wake()  # Nimbus and the UI learn it now, not a heartbeat later
+
+    def _refetch_if_damaged(self, storm_id: str) -> None:
+        """After a worker died: if the topology's code here no longer matches its package
+        (edited, truncated, a disk error), remove it so that the slot fetches it again rather
+        than relaunching on it forever."""
+        try:
+            problems = self.code.damaged(storm_id) if self.code.present(storm_id) else []
+        except OSError as exc:
+            problems = [str(exc)]
+        if problems:
+            log.warning("the code of %s here is damaged (%s%s): fetching it again from Nimbus", storm_id,
+                        "; ".join(problems[:3]), f"; {len(problems) - 3} more" if len(problems) > 3 else "")
+            self.code.remove(storm_id)
 
     def _count_launch(self, storm_id: str, port: int) -> None:
         self._launch_counts = count_launch(self._launch_counts, storm_id, port, storm_ids_in_use(self._slots.values()))

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 from cluster_state import local_layout
 from daemons.nimbus.code_store import CHUNK_BYTES, CONF_FILE, PACKAGE_FILE
 from daemons.supervisor.slot import backoff_delay, retry_due
-from executor.package import MANIFEST_NAME, extract_package
+from executor.package import MANIFEST_NAME, damaged_files, extract_package
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +177,10 @@ class NimbusCode:
 
     def present(self, storm_id: str) -> bool:
         return code_present(self.conf, storm_id)
+
+    def damaged(self, storm_id: str) -> list[str]:
+        """What in the installed code no longer matches its package (executor.package.damaged_files)."""
+        return damaged_files(local_layout.supervisor_stormdist(self.conf, storm_id))
 
     def stored_ids(self) -> list[str]:
         return downloaded_ids(self.conf)

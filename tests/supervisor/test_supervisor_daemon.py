@@ -75,6 +75,24 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
     assert not local_layout.worker_root(sup.conf, stuck_wid).exists()
 
 
+def test_damaged_code_is_fetched_again_not_restarted_on(env):
+    # Code edited or truncated under supervisor/stormdist: every relaunch used to die on it.
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports))
+    sid = env.topology()
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+    wait_until(lambda: slots_running(sup, ports), 60, "the slot RUNNING")
+    wid, pid = running_workers(sup.conf)[ports[0]]
+    topology_file = local_layout.supervisor_stormdist(sup.conf, sid) / "topology.py"
+    good = topology_file.read_bytes()
+    topology_file.write_text("raise SystemExit('damaged')\n")
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: ports[0] in running_workers(sup.conf) and running_workers(sup.conf)[ports[0]][0] != wid,
+               60, "a replacement worker heartbeating on code fetched again")
+    assert topology_file.read_bytes() == good
+    assert sup.launches == 2  # no relaunch on the damaged code
+
+
 def test_unassigning_kills_the_worker_and_removes_its_dirs_and_code(env):
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports))

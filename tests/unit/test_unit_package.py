@@ -337,3 +337,18 @@ def test_a_worker_takes_daemon_keys_from_its_supervisor(tmp_path):
     conf = topology_conf({"storm.zookeeper.port": 2181, "storm.local.dir": "/sup-dir", "topology.workers": 1},
                          tmp_path)
     assert conf == {"storm.zookeeper.port": 2181, "storm.local.dir": "/sup-dir", "topology.workers": 3}
+
+
+def test_damaged_files_names_what_differs_from_the_package(topo_dir, tmp_path):
+    from executor.package import damaged_files, extract_package
+
+    pkg = tmp_path / "p.zip"
+    CliRunner().invoke(jar, ["build", str(topo_dir), "-o", str(pkg)], catch_exceptions=False)
+    dest = tmp_path / "x"
+    extract_package(pkg, dest, max_bytes=1 << 20)
+    assert damaged_files(dest) == []
+    (dest / "topology.py").write_text("changed")
+    (dest / "README").unlink()
+    (dest / "lib" / "data.txt").write_bytes(b"some data\n" * 99 + b"some dat4\n")
+    assert sorted(damaged_files(dest)) == ["README: missing", "lib/data.txt: content differs from the package",
+                                           f"topology.py: 7 bytes, packaged {len(TOPOLOGY.encode())}"]
