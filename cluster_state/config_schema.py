@@ -228,6 +228,7 @@ SCHEMA: dict[str, Rule] = {
     "supervisor.monitor.frequency.secs": _positive(),
     "supervisor.worker.start.timeout.secs": _positive(),
     "supervisor.worker.timeout.secs": _positive(),
+    "supervisor.worker.memory.limit.mb": _positive(nullable=True),
     "supervisor.worker.shutdown.sleep.secs": _non_negative(),
     "worker.heartbeat.frequency.secs": _positive(),
     "task.heartbeat.frequency.secs": _positive(),

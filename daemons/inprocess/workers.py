@@ -151,6 +151,9 @@ class InProcessLauncher:
     def exit_status(self, worker_id: str) -> int | None:
         return None  # threads of this process: no exit status of their own
 
+    def memory_bytes(self, record: WorkerRecord) -> int | None:
+        return None  # threads of this process: no memory of their own
+
     def forget(self, worker_id: str) -> None:
         with self._lock:
             launched = self._workers.pop(worker_id, None)

@@ -339,7 +339,8 @@ class Supervisor(Service):
             assignment=target,
             code_present=target is not None and self.code.present(target.storm_id),
             heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
-            process_alive=self._alive(worker_id) if worker_id else False,
+            process_alive=(alive := self._alive(worker_id) if worker_id else False),
+            memory_bytes=self._memory(worker_id) if alive and self.slot_conf.memory_limit_mb is not None else None,
             new_worker_id=str(uuid.uuid4()),
             topology_hold_until=None if target is None else topology_hold_until(
                 self._death_times.get(target.storm_id, ()), now, self.slot_conf.relaunch_backoff_base_secs,
@@ -351,6 +352,10 @@ class Supervisor(Service):
         for action in actions:
             self._execute(action)
         return new_state
+
+    def _memory(self, worker_id: str) -> int | None:
+        record = self._records.get(worker_id)
+        return None if record is None else self.launcher.memory_bytes(record)
 
     def _alive(self, worker_id: str) -> bool:
         record = self._records.get(worker_id)

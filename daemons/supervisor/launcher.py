@@ -200,6 +200,24 @@ def worker_dir_ids(conf: Mapping[str, Any]) -> list[str]:
         return []
 
 
+def tree_rss(record: WorkerRecord) -> int | None:
+    """Resident bytes of the worker's process and its descendants (a Spark JVM, subprocesses)."""
+    if record.pid is None:
+        return None
+    try:
+        proc = psutil.Process(record.pid)
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return None
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            continue  # exited meanwhile
+    return total
+
+
 class WorkerLauncher(Protocol):
     """What the supervisor needs of its launcher (the side effects of the slot actions on worker
     processes): ProcessLauncher here, daemons/inprocess/workers.py's InProcessLauncher in
@@ -217,6 +235,9 @@ class WorkerLauncher(Protocol):
     def exit_status(self, worker_id: str) -> int | None:
         """How the worker's process ended, as Popen.returncode (negative: killed by that
         signal), once alive() saw it gone and until forget(); None when not known."""
+
+    def memory_bytes(self, record: WorkerRecord) -> int | None:
+        """Resident memory of the worker with its children (None: not known, or not its own process)."""
 
     def forget(self, worker_id: str) -> None:
         """The worker is cleaned up: drop anything kept about it."""
@@ -275,6 +296,9 @@ class ProcessLauncher:
         popen = self._popens.pop(worker_id, None)
         if popen is not None:
             popen.poll()
+
+    def memory_bytes(self, record: WorkerRecord) -> int | None:
+        return tree_rss(record) if record_status(record) is ProcessStatus.ALIVE else None
 
     def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
         return find_launched_pid(self.conf, record)

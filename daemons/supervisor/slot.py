@@ -138,6 +138,8 @@ class SlotConfig:
     # A process still there this long after SIGTERM survives SIGKILL (stuck in the kernel):
     # reported once (Storm gives up with an exception after 120 s).
     kill_stuck_secs: float = 120.0
+    # supervisor.worker.memory.limit.mb: a worker (with its children) over it is killed; None: no limit.
+    memory_limit_mb: float | None = None
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SlotConfig:
@@ -145,6 +147,8 @@ class SlotConfig:
             worker_timeout_secs=float(conf["supervisor.worker.timeout.secs"]),
             start_timeout_secs=float(conf["supervisor.worker.start.timeout.secs"]),
             shutdown_sleep_secs=float(conf["supervisor.worker.shutdown.sleep.secs"]),
+            memory_limit_mb=None if conf.get("supervisor.worker.memory.limit.mb") is None
+            else float(conf["supervisor.worker.memory.limit.mb"]),
         )
 
     @property
@@ -172,6 +176,8 @@ class SlotInputs:
     # the back-off follows the topology's failures here, not the slot, so that Nimbus moving
     # the executors to another port does not start it over.
     topology_hold_until: float | None = None
+    # Resident memory of the slot's current worker process and its children, if known.
+    memory_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -348,12 +354,25 @@ def _describe(state: SlotState, status: WorkerStatus, heartbeat: WorkerHeartbeat
     return f"{who} timed out: last heartbeat {now - heartbeat.time_secs:.0f}s ago"
 
 
+def _over_memory(state: SlotState, inputs: SlotInputs, conf: SlotConfig) -> str | None:
+    limit = conf.memory_limit_mb
+    if limit is None or inputs.memory_bytes is None or not inputs.process_alive:
+        return None
+    used = inputs.memory_bytes / (1024 * 1024)
+    if used <= limit:
+        return None
+    return (f"worker {state.worker_id} on port {state.port} used {used:.0f} MB of memory, over "
+            f"supervisor.worker.memory.limit.mb ({limit:g} MB): killed")
+
+
 def _waiting_for_start(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig) -> Step:
     if not equivalent(inputs.assignment, state.assignment):
         return _start_kill(state, inputs, now, conf, relaunch=False)
     if not inputs.process_alive:
         message = f"worker {state.worker_id} on port {state.port} exited before its first heartbeat"
         return _start_kill(state, inputs, now, conf, relaunch=True, report=message)
+    if (over := _over_memory(state, inputs, conf)) is not None:
+        return _start_kill(state, inputs, now, conf, relaunch=True, report=over)
     limit = conf.first_heartbeat_timeout_secs
     status = classify_worker(inputs.heartbeat, state.worker_id, {state.worker_id}, state.assignment, now,
                              conf.worker_timeout_secs, limit, state.launched_at, port=state.port)
@@ -376,6 +395,8 @@ def _running(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig)
     if not inputs.process_alive:
         message = f"worker {state.worker_id} on port {state.port} exited"
         return _start_kill(state, inputs, now, conf, relaunch=True, report=message)
+    if (over := _over_memory(state, inputs, conf)) is not None:
+        return _start_kill(state, inputs, now, conf, relaunch=True, report=over)
     # No launch grace once running: a vanished heartbeat is a timed-out worker (Storm's HB_NULL).
     status = classify_worker(inputs.heartbeat, state.worker_id, {state.worker_id}, state.assignment, now,
                              conf.worker_timeout_secs, conf.start_timeout_secs, None, port=state.port)

@@ -4,6 +4,7 @@ whose bolt raises in prepare, on a real ZooKeeper."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
@@ -93,5 +94,24 @@ def test_a_worker_whose_bolt_raises_in_prepare_shows_up_in_topology_details(env,
     wait_until(lambda: sup.launches >= 3, 60, "the crashing worker relaunched twice")
     later = deaths()
     assert len(later) == 1 and later[0]["time_secs"] >= death["time_secs"]
-    info = env.cluster.supervisor_info(sup.supervisor_id)
+    info = wait_until(lambda: (i := env.cluster.supervisor_info(sup.supervisor_id)).recent_worker_deaths
+                      and i.recent_worker_deaths[0][1] >= 2 and i, 30, "the recent deaths published")
     assert [(d.storm_id, d.port) for d in info.worker_deaths] == [(sid, ports[0])]
+    assert [s for s, _n in info.recent_worker_deaths] == [sid]
+
+
+def _hungry_worker(storm_id, supervisor_id, port, worker_id, conf_file):
+    """A worker that takes 300 MB and keeps it (a bolt allocating without limit)."""
+    return [sys.executable, "-c", "import time; x = b'x' * (300 << 20); time.sleep(120)"]
+
+
+def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, tmp_path):
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 100}),
+                         worker_command=_hungry_worker)
+    sid = env.core.submit("hungry", crash_package(tmp_path))
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+    found = wait_until(lambda: env.core.topology_details(sid)["worker_deaths"], 60, "the worker killed for memory")
+    reason = found[0]["reason"]
+    assert "of memory, over supervisor.worker.memory.limit.mb (100 MB): killed" in reason, reason
+    assert int(reason.split(" used ")[1].split(" MB")[0]) >= 300

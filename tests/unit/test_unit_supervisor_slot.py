@@ -681,3 +681,29 @@ def test_a_new_slot_of_a_failing_topology_waits_for_its_back_off():
     assert state.phase is SlotPhase.WAITING_FOR_CODE
     state, actions = step(state, SlotInputs(A, True, None, False, "w3", topology_hold_until=T0 + 8), T0 + 1, CONF)
     assert state.phase is SlotPhase.WAITING_TO_RELAUNCH and not actions
+
+
+def test_a_worker_over_its_memory_limit_is_killed_and_the_reason_recorded():
+    from dataclasses import replace as dc_replace
+
+    from daemons.supervisor.slot import SlotPhase
+
+    conf = dc_replace(CONF, memory_limit_mb=100)
+    w = World(conf=conf)
+    w.tick(A)
+    w.beat()
+    w.alive.add(w.state.worker_id)
+    w.tick(A, 1)
+    assert w.state.phase is SlotPhase.RUNNING
+    wid = w.state.worker_id
+    inputs = SlotInputs(A, True, w.beats[wid], True, "wx", memory_bytes=99 * 1024 * 1024)
+    state, actions = step(w.state, inputs, w.now + 1, conf)
+    assert state.phase is SlotPhase.RUNNING and not actions
+    inputs = SlotInputs(A, True, w.beats[wid], True, "wy", memory_bytes=150 * 1024 * 1024)
+    state, actions = step(w.state, inputs, w.now + 1, conf)
+    assert state.phase is SlotPhase.KILL_AND_RELAUNCH and kinds(actions) == ["ReportError", "SendSigterm"]
+    assert actions[0].death and actions[0].message == (
+        f"worker {wid} on port {PORT} used 150 MB of memory, over supervisor.worker.memory.limit.mb (100 MB): killed")
+    # no limit configured: never
+    state, actions = step(w.state, inputs, w.now + 1, CONF)
+    assert state.phase is SlotPhase.RUNNING and not actions
