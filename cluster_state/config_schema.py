@@ -222,6 +222,9 @@ SCHEMA: dict[str, Rule] = {
     "ui.pagination": _int(1),
     "logviewer.port": ANY_PORT,
     "logviewer.host": _str(),
+    "logviewer.cleanup.interval.secs": _positive(),
+    "logviewer.cleanup.age.mins": _positive(),
+    "logviewer.max.sum.worker.logs.size.mb": _positive(),
     # Supervisor, workers, tasks
     "supervisor.slots.ports": Rule("list", item=PORT, check=_unique, describe_as="a list of ports (ints 1-65535)"),
     "supervisor.heartbeat.frequency.secs": _positive(),

@@ -7,9 +7,11 @@ import logging
 from typing import Any, Mapping
 
 from cluster_state import local_layout
+from cluster_state.config import default_config
 from daemons.http_server import WsgiServer
+from daemons.logviewer import cleanup
 from daemons.logviewer.app import make_app
-from executor.lifecycle import Service
+from executor.lifecycle import PeriodicThread, Service
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +19,7 @@ log = logging.getLogger(__name__)
 class Logviewer(Service):
     def __init__(self, conf: Mapping[str, Any], *, host: str | None = None, port: int | None = None):
         super().__init__("logviewer")
-        self.conf = dict(conf)
+        self.conf = {**default_config(), **conf}
         self.root = local_layout.log_dir(conf)
         self._host = str(host if host is not None else conf["logviewer.host"])
         self._port = int(port if port is not None else conf["logviewer.port"])
@@ -30,4 +32,6 @@ class Logviewer(Service):
     def _on_start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.server = self.start_child(WsgiServer("logviewer", make_app(self.root), self._host, self._port))
+        self.start_child(PeriodicThread("logviewer-cleanup", float(self.conf["logviewer.cleanup.interval.secs"]),
+                                        lambda: cleanup.clean(self.conf, self.root)))
         log.info("logviewer serving the logs under %s on %s", self.root, self.server.url)
