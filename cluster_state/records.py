@@ -201,9 +201,22 @@ class SupervisorInfo:
     # (topology id, deaths of its workers here in the last few minutes: daemons/supervisor/slot.py's
     # RECENT_DEATHS_SECS) for each topology with any: `storm-py list`'s restarts.
     recent_worker_deaths: tuple[tuple[str, int], ...] = ()
+    # (topology id, time, why) for each topology whose code this supervisor is failing to fetch
+    # (a refused secret, a full disk): no worker can start, and `storm-py list` says why.
+    code_failures: tuple[tuple[str, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         _int(self.time_secs, "SupervisorInfo.time_secs")
+        if isinstance(self.code_failures, (str, bytes, Mapping)):
+            raise TypeError(f"SupervisorInfo.code_failures must be a sequence, got {self.code_failures!r}")
+        failures = []
+        for entry in self.code_failures:
+            if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 3:
+                raise TypeError(f"SupervisorInfo.code_failures entries must be (topology, time, why), got {entry!r}")
+            failures.append((_str(entry[0], "SupervisorInfo.code_failures topology"),
+                             _int(entry[1], "SupervisorInfo.code_failures time"),
+                             _str(entry[2], "SupervisorInfo.code_failures why")))
+        _set(self, "code_failures", tuple(failures))
         if isinstance(self.recent_worker_deaths, (str, bytes, Mapping)):
             raise TypeError(f"SupervisorInfo.recent_worker_deaths must be a sequence, got {self.recent_worker_deaths!r}")
         recent = []

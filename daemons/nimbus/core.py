@@ -414,6 +414,9 @@ class NimbusCore:
                 errors[comp] = [(e.time_secs, e.error, e.host, e.port)]
         deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname)
                   for info in sups.values() for d in info.worker_deaths if d.storm_id == storm_id]
+        # a supervisor that cannot fetch the code starts no worker: its failure is the problem
+        deaths += [(t, "", why, None, info.hostname)
+                   for info in sups.values() for sid, t, why in info.code_failures if sid == storm_id]
         problem = health.newest_problem(errors, deaths)
         unassigned = sum(base.component_executors.values()) - len(enp) if base.component_executors else 0
         problem = health.no_slots_problem(unassigned, len(sups), str(self.conf["storm.zookeeper.root"]),

@@ -45,7 +45,7 @@ def explain(error_line: str) -> str:
 
 
 def newest_problem(component_errors: Mapping[str, Iterable[tuple[int, str, str | None, int | None]]],
-                   deaths: Iterable[tuple[int, str, str, int, str]]) -> Problem | None:
+                   deaths: Iterable[tuple[int, str, str, int | None, str]]) -> Problem | None:
     """The newest of the components' reported errors (time, error, host, port) and the
     workers' deaths (time, error line, reason, port, host); a death's error line, or else its
     reason, says what happened."""

@@ -132,6 +132,8 @@ class Supervisor(Service):
         # Death times per topology (slot.remember_death), the same way: the back-off of the
         # topology's launches here and the heartbeat's recent deaths.
         self._death_times: dict[str, tuple[float, ...]] = {}
+        # Code downloads failing now (SupervisorInfo.code_failures), kept by the sync thread.
+        self._code_failures: tuple[tuple[str, int, str], ...] = ()
         self._log_starts: dict[str, int] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -200,7 +202,8 @@ class Supervisor(Service):
                               uptime_secs=int(time.monotonic() - self._started_at),
                               version=storm_py_version(), logviewer_port=int(self.conf["logviewer.port"]) or None,
                               worker_restarts=self._restarts, worker_deaths=self._deaths,
-                              recent_worker_deaths=recent_deaths(self._death_times, time.time()))
+                              recent_worker_deaths=recent_deaths(self._death_times, time.time()),
+                              code_failures=self._code_failures)
         try:
             self.cluster.supervisor_heartbeat(self.supervisor_id, info)
         except ClusterStateError as exc:
@@ -276,6 +279,7 @@ class Supervisor(Service):
         needed |= wanted - downloaded
         if local is not None:
             self._retries.keep_only(needed)
+            self._code_failures = tuple(f for f in self._code_failures if f[0] in needed)
         now = time.time()
         for storm_id in sorted(needed):
             if not self._retries.due(storm_id, now):
@@ -287,8 +291,12 @@ class Supervisor(Service):
                 delay = self._retries.failed(storm_id, time.time())
                 log.warning("download of %s failed (attempt %d; retrying in %.0fs): %s", storm_id,
                             self._retries.failures(storm_id), delay, exc)
+                why = f"cannot fetch the code from Nimbus (attempt {self._retries.failures(storm_id)}): {exc}"
+                self._code_failures = (*(f for f in self._code_failures if f[0] != storm_id),
+                                       (storm_id, int(time.time()), why[:500]))
                 continue
             self._retries.succeeded(storm_id)
+            self._code_failures = tuple(f for f in self._code_failures if f[0] != storm_id)
             log.info("downloaded code of %s into %s", storm_id, path)
             self._processes_thread.wake()
 

@@ -362,6 +362,14 @@ def test_cluster_info_says_how_a_topology_fares_live_workers_restarts_and_the_la
     problem = top["last_error"]
     assert (problem["host"], problem["port"], problem["component"]) == ("host-a", slots[1][1], None)
     assert problem["error"].startswith("module 'nltk' is not installed in the workers' Python on this host")
+    # a supervisor failing to fetch the code, later, is the newest problem
+    env.cluster.supervisor_heartbeat("sup-2", SupervisorInfo(
+        time_secs=2, hostname="host-b", assignment_id="sup-2", used_ports=(), meta=(6700,),
+        scheduler_meta=None, uptime_secs=0,
+        code_failures=((storm_id, int(env.clock()) + 1, "cannot fetch the code from Nimbus (attempt 3): auth"),)))
+    (top,) = core.cluster_info()["topologies"]
+    assert (top["last_error"]["host"], top["last_error"]["port"]) == ("host-b", None)
+    assert top["last_error"]["error"] == "cannot fetch the code from Nimbus (attempt 3): auth"
     # a component's reported error, newer (written at the real time, after the fake clock's), wins
     env.cluster.report_error(storm_id, "pass", "host-a", slots[0][1], "Traceback ...\nValueError: boom")
     (top,) = core.cluster_info()["topologies"]

@@ -173,9 +173,16 @@ def test_a_failed_code_download_is_retried(env):
     assert sup.slot_states()[ports[0]].phase is SlotPhase.WAITING_FOR_CODE
     assert not local_layout.supervisor_stormdist(sup.conf, sid).exists()
     assert not any(local_layout.supervisor_tmp(sup.conf).iterdir())  # nothing half-downloaded left
+    # published, so that `storm-py list` says why no worker starts
+    info = wait_until(lambda: (i := env.cluster.supervisor_info(sup.supervisor_id)).code_failures and i, 30,
+                      "the download failure in the supervisor's heartbeat")
+    ((failed_id, _when, why),) = info.code_failures
+    assert failed_id == sid and why.startswith("cannot fetch the code from Nimbus (attempt "), why
     env.install(sid)
     wait_until(lambda: slots_running(sup, ports), 90, "the worker RUNNING once the code could be fetched")
     assert sup.launches == 1
+    wait_until(lambda: env.cluster.supervisor_info(sup.supervisor_id).code_failures == (), 30,
+               "the failure gone once the code is here")
 
 
 def test_a_second_supervisor_on_the_same_local_dir_is_refused_in_one_line(env, tmp_path):
