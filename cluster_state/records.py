@@ -9,7 +9,7 @@ node cannot produce a half-valid record. Encoding lives in `codec.py`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 # Bumped when a record changes incompatibly; readers refuse newer versions (codec.py).
 SCHEMA_VERSION = 1
@@ -33,6 +33,19 @@ def _int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
     return value
+
+
+def _rows(value: Any, what: str, columns: tuple[tuple[str, Callable[[Any, str], Any]], ...]) -> tuple:
+    """A sequence of fixed-length entries, each column checked by its function."""
+    if isinstance(value, (str, bytes, Mapping)):
+        raise TypeError(f"{what} must be a sequence, got {value!r}")
+    shape = f"({', '.join(name for name, _ in columns)})"
+    rows = []
+    for entry in value:
+        if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != len(columns):
+            raise TypeError(f"{what} entries must be {shape}, got {entry!r}")
+        rows.append(tuple(check(v, f"{what} {name}") for v, (name, check) in zip(entry, columns)))
+    return tuple(rows)
 
 
 def _str(value: Any, what: str) -> str:
@@ -207,37 +220,13 @@ class SupervisorInfo:
 
     def __post_init__(self) -> None:
         _int(self.time_secs, "SupervisorInfo.time_secs")
-        if isinstance(self.code_failures, (str, bytes, Mapping)):
-            raise TypeError(f"SupervisorInfo.code_failures must be a sequence, got {self.code_failures!r}")
-        failures = []
-        for entry in self.code_failures:
-            if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 3:
-                raise TypeError(f"SupervisorInfo.code_failures entries must be (topology, time, why), got {entry!r}")
-            failures.append((_str(entry[0], "SupervisorInfo.code_failures topology"),
-                             _int(entry[1], "SupervisorInfo.code_failures time"),
-                             _str(entry[2], "SupervisorInfo.code_failures why")))
-        _set(self, "code_failures", tuple(failures))
-        if isinstance(self.recent_worker_deaths, (str, bytes, Mapping)):
-            raise TypeError(f"SupervisorInfo.recent_worker_deaths must be a sequence, got {self.recent_worker_deaths!r}")
-        recent = []
-        for entry in self.recent_worker_deaths:
-            if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 2:
-                raise TypeError(f"SupervisorInfo.recent_worker_deaths entries must be (topology, count), got {entry!r}")
-            recent.append((_str(entry[0], "SupervisorInfo.recent_worker_deaths topology"),
-                           _int(entry[1], "SupervisorInfo.recent_worker_deaths count")))
-        _set(self, "recent_worker_deaths", tuple(recent))
+        _set(self, "code_failures", _rows(self.code_failures, "SupervisorInfo.code_failures",
+                                          (("topology", _str), ("time", _int), ("why", _str))))
+        _set(self, "recent_worker_deaths", _rows(self.recent_worker_deaths, "SupervisorInfo.recent_worker_deaths",
+                                                 (("topology", _str), ("count", _int))))
         _opt_int(self.logviewer_port, "SupervisorInfo.logviewer_port")
-        if isinstance(self.worker_restarts, (str, bytes, Mapping)):
-            raise TypeError(f"SupervisorInfo.worker_restarts must be a sequence, got {self.worker_restarts!r}")
-        restarts = []
-        for entry in self.worker_restarts:
-            if isinstance(entry, (str, bytes)) or not hasattr(entry, "__len__") or len(entry) != 3:
-                raise TypeError(f"SupervisorInfo.worker_restarts entries must be (topology, port, count), "
-                                f"got {entry!r}")
-            restarts.append((_str(entry[0], "SupervisorInfo.worker_restarts topology"),
-                             _int(entry[1], "SupervisorInfo.worker_restarts port"),
-                             _int(entry[2], "SupervisorInfo.worker_restarts count")))
-        _set(self, "worker_restarts", tuple(restarts))
+        _set(self, "worker_restarts", _rows(self.worker_restarts, "SupervisorInfo.worker_restarts",
+                                            (("topology", _str), ("port", _int), ("count", _int))))
         if isinstance(self.worker_deaths, (str, bytes, Mapping)):
             raise TypeError(f"SupervisorInfo.worker_deaths must be a sequence, got {self.worker_deaths!r}")
         deaths = tuple(self.worker_deaths)

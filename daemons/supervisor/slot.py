@@ -139,7 +139,7 @@ class SlotConfig:
     # reported once (Storm gives up with an exception after 120 s).
     kill_stuck_secs: float = 120.0
     # supervisor.worker.memory.limit.mb: a worker (with its children) over it is killed; None: no limit.
-    memory_limit_mb: float | None = None
+    memory_limit_mb: float | None = 4096.0
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SlotConfig:

@@ -705,5 +705,5 @@ def test_a_worker_over_its_memory_limit_is_killed_and_the_reason_recorded():
     assert actions[0].death and actions[0].message == (
         f"worker {wid} on port {PORT} used 150 MB of memory, over supervisor.worker.memory.limit.mb (100 MB): killed")
     # no limit configured: never
-    state, actions = step(w.state, inputs, w.now + 1, CONF)
+    state, actions = step(w.state, inputs, w.now + 1, dc_replace(CONF, memory_limit_mb=None))
     assert state.phase is SlotPhase.RUNNING and not actions

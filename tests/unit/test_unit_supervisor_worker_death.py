@@ -209,6 +209,6 @@ def test_process_launcher_remembers_the_reaped_exit_status_until_forget(tmp_path
 
 def test_both_launchers_have_the_supervisors_methods():
     members = [n for n, v in vars(WorkerLauncher).items() if callable(v) and not n.startswith("_")]
-    assert set(members) == {"launch", "alive", "signal", "exit_status", "forget", "find_launched"}
+    assert set(members) == {"launch", "alive", "signal", "exit_status", "memory_bytes", "forget", "find_launched"}
     for cls in (ProcessLauncher, InProcessLauncher):
         assert all(callable(getattr(cls, n, None)) for n in members), cls
