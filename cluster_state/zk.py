@@ -81,6 +81,7 @@ class ZkClusterState:
         self._watches = WatchBook()
         self._connected = threading.Event()
         self._reconnects = 0  # connections that came back after an outage (Nimbus's grace)
+        self._connected_once = False
         self._state = ConnectionState.LOST
         self._disconnected_since: float | None = time.monotonic()
         self._outage_warned = False
@@ -143,8 +144,9 @@ class ZkClusterState:
     def _on_state(self, state: str) -> None:
         # kazoo connection thread: record and enqueue only, never block.
         if state == KazooState.CONNECTED:
-            if self._disconnected_since is not None:
+            if self._disconnected_since is not None and self._connected_once:
                 self._reconnects += 1
+            self._connected_once = True
             self._state = ConnectionState.CONNECTED
             self._disconnected_since = None
             self._outage_warned = False

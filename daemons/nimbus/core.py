@@ -401,7 +401,9 @@ class NimbusCore:
         timeout), worker restarts in the last minutes and the newest problem (daemons/nimbus/health.py)."""
         timeout = float(self.conf["nimbus.task.timeout.secs"])
         cache = self._beats.get(storm_id, {})
-        live = health.live_workers(slot for ex, slot in enp.items() if liveness.is_fresh(cache.get(ex), now, timeout))
+        died = {(sid, d.port): d.time_secs for sid, info in sups.items() for d in info.worker_deaths
+                if d.storm_id == storm_id}
+        live = health.live_workers(enp, cache, died, now, timeout)
         restarts = sum(n for info in sups.values() for sid, n in info.recent_worker_deaths if sid == storm_id)
         meta = self._meta.get(storm_id)
         errors = {}

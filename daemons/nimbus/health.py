@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
+
+from daemons.nimbus.liveness import Seen, is_fresh
 
 # A worker's ImportError for a module the topology imports: installed where it was submitted,
 # not in the Python the supervisor runs workers with.
@@ -77,5 +79,13 @@ def short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     return one if len(one) <= limit else one[:limit - 3] + "..."
 
 
-def live_workers(slots_of_alive_executors: Iterable[tuple[str, int]]) -> int:
-    return len(set(slots_of_alive_executors))
+def live_workers(executor_slots: Mapping[Any, tuple[str, int]], seen: Mapping[Any, Seen],
+                 last_death: Mapping[tuple[str, int], int], now: float, timeout_secs: float) -> int:
+    """Slots whose worker is alive: an executor's heartbeat advanced within the timeout and
+    after the slot's last worker death (a crash-looping worker heartbeats between deaths)."""
+    live = set()
+    for ex, slot in executor_slots.items():
+        s = seen.get(ex)
+        if is_fresh(s, now, timeout_secs) and s.seen_at > last_death.get(slot, float("-inf")):
+            live.add(slot)
+    return len(live)

@@ -80,6 +80,8 @@ from executor.package import storm_py_version
 
 log = logging.getLogger(__name__)
 
+# Phases in which a worker's process found gone is relaunched (after a check of its code).
+_RELAUNCHING = (SlotPhase.RUNNING, SlotPhase.WAITING_FOR_WORKER_START, SlotPhase.KILL_AND_RELAUNCH)
 SYNC_SUPERVISOR_SECS = 10.0  # seed: synchronize-supervisor every 10 s besides the callbacks
 _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (no busy loop)
 
@@ -343,11 +345,15 @@ class Supervisor(Service):
 
     def _step(self, state: SlotState, target, now: float) -> SlotState:
         worker_id = state.worker_id
+        alive = self._alive(worker_id) if worker_id else False
+        if worker_id and not alive and state.phase in _RELAUNCHING and state.assignment is not None:
+            # Checked before the step decides: a relaunch must not start on damaged code.
+            self._refetch_if_damaged(state.assignment.storm_id)
         inputs = SlotInputs(
             assignment=target,
             code_present=target is not None and self.code.present(target.storm_id),
             heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
-            process_alive=(alive := self._alive(worker_id) if worker_id else False),
+            process_alive=alive,
             memory_bytes=self._memory(worker_id) if alive and self.slot_conf.memory_limit_mb is not None else None,
             new_worker_id=str(uuid.uuid4()),
             topology_hold_until=None if target is None else topology_hold_until(
@@ -405,7 +411,6 @@ class Supervisor(Service):
                     self._record_death(action)
                 except Exception:  # noqa: BLE001 -- diagnostics only: never stops the slots
                     log.exception("slot %s: could not record the death of worker %s", action.port, action.worker_id)
-                self._refetch_if_damaged(action.storm_id)
         else:
             raise TypeError(f"unknown slot action {action!r}")
 
@@ -454,7 +459,7 @@ class Supervisor(Service):
             self._heartbeat_thread.wake()  # Nimbus and the UI learn it now, not a heartbeat later
 
     def _refetch_if_damaged(self, storm_id: str) -> None:
-        """After a worker died: if the topology's code here no longer matches its package
+        """A worker's process is gone: if the topology's code here no longer matches its package
         (edited, truncated, a disk error), remove it so that the slot fetches it again rather
         than relaunching on it forever."""
         try:

@@ -37,3 +37,15 @@ def test_the_lists_last_error_column():
     assert _last_error(None, 0) == "-"
     long = _last_error({**p, "error": "x" * 500}, 1012)
     assert len(long) == health.MAX_ERROR_CHARS and long.endswith("...")
+
+
+def test_a_crash_looping_worker_is_not_live_between_its_deaths():
+    from daemons.nimbus.liveness import Seen
+
+    slots = {(1, 1): ("s1", 6700), (2, 2): ("s1", 6700), (3, 3): ("s2", 6701)}
+    seen = {(1, 1): Seen(5, 100.0), (2, 2): Seen(5, 100.0), (3, 3): Seen(7, 100.0)}
+    assert health.live_workers(slots, seen, {}, 110.0, 30) == 2
+    # s1:6700's worker died after its heartbeat was seen: not live until it heartbeats again
+    assert health.live_workers(slots, seen, {("s1", 6700): 105}, 110.0, 30) == 1
+    assert health.live_workers(slots, seen, {("s1", 6700): 95}, 110.0, 30) == 2
+    assert health.live_workers(slots, seen, {}, 131.0, 30) == 0  # nothing heartbeating
