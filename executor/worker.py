@@ -14,7 +14,7 @@ import copy
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping
 
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
@@ -75,7 +75,6 @@ class WorkerEvents:
     on_error: Callable[[str, int, BaseException], None]
     on_die: Callable[["Worker", ComponentError], None]
     emit_listener: Callable | None = None
-    extra: dict = field(default_factory=dict)
 
 
 class Worker:

@@ -67,11 +67,6 @@ def classify_worker(heartbeat: WorkerHeartbeat | None, worker_id: str, approved_
     return WorkerStatus.VALID
 
 
-def keep_worker(status: WorkerStatus) -> bool:
-    """Whether sync-processes leaves the worker running (valid, or still starting)."""
-    return status in (WorkerStatus.VALID, WorkerStatus.NOT_STARTED)
-
-
 class ProcessStatus(str, Enum):
     ALIVE = "alive"    # the recorded pid still runs the process we started
     DEAD = "dead"      # gone, a zombie, or vanished while we looked
