@@ -77,7 +77,7 @@ from executor.package import storm_py_version
 
 log = logging.getLogger(__name__)
 
-SYNC_SUPERVISOR_SECS = 10.0  # seed: synchronize-supervisor every 10 s besides the callbacks
+SYNC_SUPERVISOR_SECS = 10.0  # supervisor.clj: synchronize-supervisor every 10 s besides the callbacks
 _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (no busy loop)
 
 
@@ -147,7 +147,8 @@ class Supervisor(Service):
         self.on_stop(self.cluster.disconnect, "ZooKeeper connection")
         self.code.open()
         self.on_stop(self.code.close, "Nimbus client")
-        self._heartbeat()  # registered before anything else happens (seed: heartbeat-fn first)
+        # Registered before anything else happens (supervisor.clj calls heartbeat-fn first).
+        self._heartbeat()
         hb_secs = float(conf["supervisor.heartbeat.frequency.secs"])
         self._heartbeat_thread = self.start_child(
             PeriodicThread("supervisor-heartbeat", hb_secs, self._heartbeat, run_at_start=False))

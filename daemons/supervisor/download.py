@@ -114,7 +114,8 @@ def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:
 
 
 def clean_tmp(conf: Mapping[str, Any]) -> None:
-    """Drop downloads a previous run left unfinished (seed: cleanDirectory of supervisor/tmp)."""
+    """Drop downloads a previous run left unfinished (supervisor.clj's mk-supervisor empties
+    supervisor/tmp the same way)."""
     tmp = local_layout.supervisor_tmp(conf)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, exist_ok=True)

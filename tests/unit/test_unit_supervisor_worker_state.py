@@ -56,7 +56,7 @@ def test_heartbeat_not_matching_the_ports_assignment_is_disallowed():
 
 
 def test_disallowed_wins_over_timed_out():
-    # seed order: disallowed is checked before the heartbeat age
+    # supervisor.clj's order: disallowed is checked before the heartbeat age
     assert classify(hb(0, storm_id="t2")) is WorkerStatus.DISALLOWED
 
 
