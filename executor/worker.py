@@ -32,6 +32,7 @@ from executor.stats_keeper import StatsKeeper
 from executor.stats_record import ExecutorStats, to_wire
 from executor.ticks import TickTimer
 from executor.topology import StormTopology
+from executor.transport.base import Transport
 from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
 from executor.worker_io import ReceiveIO, TransferIO
 from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing, thread_groups
@@ -78,7 +79,7 @@ class WorkerEvents:
 
 
 class Worker:
-    def __init__(self, spec: WorkerSpec, topology: StormTopology, transport: Any, status: TopologyStatus,
+    def __init__(self, spec: WorkerSpec, topology: StormTopology, transport: Transport, status: TopologyStatus,
                  events: WorkerEvents):
         self.spec = spec
         self.storm_id = spec.storm_id

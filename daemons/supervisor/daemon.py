@@ -83,7 +83,8 @@ _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (
 
 class Supervisor(Service):
     def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command,
-                 worker_launcher: launcher.WorkerLauncher | None = None, code: Any = None,
+                 worker_launcher: launcher.WorkerLauncher | None = None,
+                 code: download.CodeSource | None = None,
                  cluster_factory: Callable[[], StormClusterState] | None = None):
         super().__init__("supervisor")
         self.conf = dict(conf)
@@ -95,7 +96,7 @@ class Supervisor(Service):
         # Distributed mode: worker processes, code from Nimbus, ZooKeeper; LocalCluster passes
         # in-process workers, its live topologies and its in-memory cluster state.
         self.launcher: launcher.WorkerLauncher = worker_launcher or launcher.ProcessLauncher(self.conf, worker_command)
-        self.code = code or download.NimbusCode(self.conf)
+        self.code: download.CodeSource = code or download.NimbusCode(self.conf)
         self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
         self._state: LocalState | None = None
         self._started_at = time.monotonic()
