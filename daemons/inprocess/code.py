@@ -1,8 +1,9 @@
 """Topology code in LocalCluster: live objects instead of packages.
 
 Nimbus keeps the submitted StormTopology (`LiveCodeStore`, a daemons/nimbus/seams.py
-TopologyCodeStore as Nimbus's CodeStore is); the supervisor "downloads" a topology by writing its effective conf into
-`supervisor/stormdist/{id}/stormconf.json`, where a worker reads it as in distributed mode.
+TopologyCodeStore as Nimbus's CodeStore is); the supervisor "downloads" a topology by writing
+its effective conf into `supervisor/stormdist/{id}/stormconf.json`, where a worker reads it as
+in distributed mode.
 """
 
 from __future__ import annotations
