@@ -47,10 +47,6 @@ def normalize_path(path: str) -> str:
     return "/" + "/".join(parts)
 
 
-def join_path(*segments: str) -> str:
-    return normalize_path("/".join(segments))
-
-
 def parent_path(path: str) -> str:
     parts = tokenize_path(path)
     return "/" + "/".join(parts[:-1])

@@ -16,7 +16,6 @@ import click
 
 from cluster_state.config import (
     ConfigError,
-    LoadedConfig,
     load_storm_config,
     parse_overrides,
     set_warning_printer,
@@ -26,7 +25,6 @@ from cluster_state.config import (
 log = logging.getLogger(__name__)
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
-_LOADED_KEY = "storm_py.loaded_config"
 _LOG_LEVEL_KEY = "storm_py.log_level"  # the --log-level a user gave explicitly (None: the default)
 
 
@@ -81,12 +79,6 @@ def topology_conf(own: Mapping[str, Any] | None, overrides: Mapping[str, Any] | 
     return {**own, **(overrides or {})}
 
 
-def current_config() -> LoadedConfig | None:
-    """The config common_options loaded for the running command (values, sources, -c overrides)."""
-    ctx = click.get_current_context(silent=True)
-    return ctx.meta.get(_LOADED_KEY) if ctx is not None else None
-
-
 def explicit_log_level() -> str | None:
     """The --log-level the user gave (DEBUG, INFO, ...), or None when they left the default."""
     ctx = click.get_current_context(silent=True)
@@ -116,7 +108,6 @@ def common_options(fn):
             loaded = load_storm_config(conf_dir, parse_overrides(overrides))
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
-        click.get_current_context().meta[_LOADED_KEY] = loaded
         if "overrides" in wanted:
             kwargs["overrides"] = dict(loaded.overrides)
         if "loaded" in wanted:

@@ -51,7 +51,7 @@ FIXED_KEYS = frozenset({
     "storm.zookeeper.servers", "storm.zookeeper.port", "storm.local.dir", "storm.log.dir",
     "storm.local.hostname", "nimbus.seeds", "nimbus.thrift.port", "supervisor.slots.ports",
 })
-STOP_TIMEOUT_SECS = 15.0   # Nimbus must exit within 15 s of SIGTERM (design section 13)
+STOP_TIMEOUT_SECS = 15.0   # a daemon's grace after SIGTERM before SIGKILL (each stops well within it)
 WATCH_SECS = 0.5           # how often a running cluster checks that its children live
 _POLL_SECS = 0.1           # readiness poll interval (every wait has a deadline)
 
@@ -330,7 +330,7 @@ class DevCluster(Service):
 
     def _start_zookeeper(self, port: int) -> None:
         # tickTime 1000: ZooKeeper clamps sessions to 20 x tickTime, and Storm's default session
-        # timeout is 20 s (design section 12).
+        # timeout is 20 s (storm.zookeeper.session.timeout, docs/operations.md).
         zk = ZooKeeperServer(self.base_dir / "zookeeper", port=port, tick_time_ms=1000)
         zk.log_path = self.log_dir / "zookeeper.log"
         self.zookeeper = zk

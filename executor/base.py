@@ -8,7 +8,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from executor.errors import ClearError, ComponentError, EmitError
@@ -55,7 +55,6 @@ class ExecutorWiring:
     emit_listener: Callable[[str, int, str, list], None] | None = None
     on_cycle: bool = False                   # the component lies on a stream cycle
     inputs: tuple = ()                       # (component, stream) it subscribes to
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ExecutorBase:

@@ -154,8 +154,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-# Types whose values never need a closer look (ints are range-checked in check_values).
-FAST_TYPES = frozenset([str, float, bool, type(None), bytes])
 # Values of these types have a small fixed size; str/bytes are measured only from LARGE_VALUE on.
 SCALAR_TYPES = frozenset([float, bool, type(None)])
 # A str/bytes value at least this long makes the emit path measure the tuple (size limit, byte

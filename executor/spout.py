@@ -32,13 +32,12 @@ _FLUSH_INTERVAL = 0.001  # seconds a partly filled batch may wait while the spou
 
 
 class SpoutOutputCollector:
-    __slots__ = ("_ex", "_task", "_routes", "_component")
+    __slots__ = ("_ex", "_task", "_routes")
 
     def __init__(self, executor: "SpoutExecutor", task: int):
         self._ex = executor
         self._task = task
         self._routes = executor.w.routes[task]
-        self._component = executor.component_id
 
     def emit(self, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
         out = self._routes.get(stream)

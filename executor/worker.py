@@ -14,7 +14,7 @@ import copy
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping
 
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
@@ -32,6 +32,7 @@ from executor.stats_keeper import StatsKeeper
 from executor.stats_record import ExecutorStats, to_wire
 from executor.ticks import TickTimer
 from executor.topology import StormTopology, copy_for_task
+from executor.transport.base import Transport
 from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
 from executor.worker_io import ReceiveIO, TransferIO
 from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing, thread_groups
@@ -75,11 +76,10 @@ class WorkerEvents:
     on_error: Callable[[str, int, BaseException], None]
     on_die: Callable[["Worker", ComponentError], None]
     emit_listener: Callable | None = None
-    extra: dict = field(default_factory=dict)
 
 
 class Worker:
-    def __init__(self, spec: WorkerSpec, topology: StormTopology, transport: Any, status: TopologyStatus,
+    def __init__(self, spec: WorkerSpec, topology: StormTopology, transport: Transport, status: TopologyStatus,
                  events: WorkerEvents):
         self.spec = spec
         self.storm_id = spec.storm_id

@@ -111,7 +111,6 @@ class TransferIO(_OwnThread):
         self.all_connected = not queues  # read by other threads: spouts wait for it
         # The event the destination queues were created with (see idle).
         self.wakeup = wakeup if wakeup is not None else threading.Event()
-        self.sent_batches = 0
 
     def set_queues(self, queues: dict[Address, ReceiveQueue]) -> None:
         """Hand over new destinations; applied by the transfer between steps."""
@@ -162,7 +161,6 @@ class TransferIO(_OwnThread):
                     continue
                 payload = pack_batch(chain.from_iterable(batches))
             if try_send(addr, payload):
-                self.sent_batches += 1
                 progressed = True
             else:
                 unsent[addr] = payload  # this destination waits; the others go on

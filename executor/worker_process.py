@@ -45,6 +45,7 @@ from executor.stats_keeper import carried_from_heartbeats
 from executor.topology_file import load_topology_file
 from executor.worker import Worker, WorkerEvents, WorkerSpec
 from executor.worker_plan import task_addresses
+from executor.worker_runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class ProcessRuntime:
 
 class WorkerProcess(Service):
     def __init__(self, supervisor_conf: Mapping[str, Any], storm_id: str, supervisor_id: str, port: int,
-                 worker_id: str, runtime: Any = None):
+                 worker_id: str, runtime: WorkerRuntime | None = None):
         super().__init__(f"worker-{port}")
         self.runtime = runtime or ProcessRuntime()
         self.supervisor_conf = dict(supervisor_conf)

@@ -19,8 +19,8 @@ DATA_KEYED = {"", "workers[].componentNumTasks", "totalGenericResources",
               "usedGenericResources", "availGenericResources", "namedLoggerLevels"}
 
 
-# design: the Prometheus families /metrics must hold (names as prometheus-client parses them:
-# counters without their _total suffix).
+# The Prometheus families /metrics must hold (docs/ui.md, "Prometheus: /metrics"), named as
+# prometheus-client parses them: counters without their _total suffix.
 PROMETHEUS_FAMILIES = (
     "storm_topology_status", "storm_topology_workers", "storm_component_emitted", "storm_component_transferred",
     "storm_component_acked", "storm_component_failed", "storm_component_executed", "storm_component_capacity",

@@ -1,8 +1,9 @@
 """Topology code in LocalCluster: live objects instead of packages.
 
-Nimbus keeps the submitted StormTopology (`LiveCodeStore`, the same methods as Nimbus's
-CodeStore); the supervisor "downloads" a topology by writing its effective conf into
-`supervisor/stormdist/{id}/stormconf.json`, where a worker reads it as in distributed mode.
+Nimbus keeps the submitted StormTopology (`LiveCodeStore`, a daemons/nimbus/seams.py
+TopologyCodeStore as Nimbus's CodeStore is); the supervisor "downloads" a topology by writing
+its effective conf into `supervisor/stormdist/{id}/stormconf.json`, where a worker reads it as
+in distributed mode.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ class LiveCodeStore:
         self._lock = threading.Lock()
         self._code: dict[str, tuple[LiveCode, dict[str, Any]]] = {}
 
-    def install(self, storm_id: str, code: LiveCode, conf: Mapping[str, Any]) -> str:
+    def install(self, storm_id: str, package: LiveCode, conf: Mapping[str, Any]) -> str:
         with self._lock:
-            self._code[storm_id] = (code, dict(conf))
+            self._code[storm_id] = (package, dict(conf))  # the live code stands for the package
         return self.topology_dir(storm_id)
 
     def topology_dir(self, storm_id: str) -> str:
@@ -74,7 +75,7 @@ class LiveCodeStore:
 
 
 class LiveSupervisorCode:
-    """The supervisor's code source in LocalCluster (the methods of download.NimbusCode)."""
+    """The supervisor's code source in LocalCluster (a download.CodeSource, as NimbusCode is)."""
 
     def __init__(self, conf: Mapping[str, Any], store: LiveCodeStore):
         self.conf = conf

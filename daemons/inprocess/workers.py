@@ -45,6 +45,9 @@ class TopologyHooks:
 
 
 class InProcessRuntime:
+    """A LocalCluster worker's runtime (an executor.worker_runtime.WorkerRuntime, as the worker
+    process's ProcessRuntime is)."""
+
     write_pid = False  # the worker is this process: there is no pid of its own to record
     # LocalCluster keeps a stopped worker's exact final figures itself (forget, stats_snapshots).
     carry_stats = False

@@ -29,7 +29,6 @@ from cluster_state.records import (
 )
 from cluster_state.storm import StormClusterState
 from daemons.nimbus import health, liveness
-from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.details import info_from_details
 from daemons.nimbus.rebalance_notes import rebalance_notes
 from daemons.nimbus.scheduler import (
@@ -39,6 +38,7 @@ from daemons.nimbus.scheduler import (
     schedule,
     start_times,
 )
+from daemons.nimbus.seams import TopologyCodeStore
 from daemons.nimbus.transitions import (
     Activate,
     Deactivate,
@@ -77,7 +77,7 @@ class _Topology:
 
 
 class NimbusCore:
-    def __init__(self, conf: Mapping[str, Any], cluster: StormClusterState, store: CodeStore,
+    def __init__(self, conf: Mapping[str, Any], cluster: StormClusterState, store: TopologyCodeStore,
                  clock: Callable[[], float] = time.time):
         self.conf = dict(conf)
         self.cluster = cluster

@@ -19,6 +19,7 @@ from cluster_state.storm import StormClusterState
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
+from daemons.nimbus.seams import TopologyCodeStore
 from daemons.rpc.server import RpcServer
 from executor.lifecycle import PeriodicThread, Service
 
@@ -44,7 +45,7 @@ class Nimbus(Service):
     passes its in-memory cluster state and a code store of live topologies."""
 
     def __init__(self, conf: Mapping[str, Any], *, cluster_factory: Callable[[], StormClusterState] | None = None,
-                 store: Any = None, serve_rpc: bool = True):
+                 store: TopologyCodeStore | None = None, serve_rpc: bool = True):
         super().__init__("nimbus")
         self.conf = dict(conf)
         self.core: NimbusCore | None = None

@@ -249,9 +249,3 @@ def node_hosts(new_assignment: Mapping[Executor, Slot], supervisors: Iterable[Su
     hosts.update((s.supervisor_id, s.host) for s in supervisors)
     nodes = {sid for sid, _port in new_assignment.values()}
     return {sid: hosts[sid] for sid in sorted(nodes) if sid in hosts}
-
-
-def supervisors_from_infos(infos: Mapping[str, object]) -> list[SupervisorSlots]:
-    """SupervisorSlots from `{supervisor_id: SupervisorInfo}` (hostname, meta = its ports)."""
-    return [SupervisorSlots(sid, info.hostname, tuple(info.meta))  # type: ignore[attr-defined]
-            for sid, info in sorted(infos.items())]

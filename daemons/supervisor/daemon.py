@@ -82,13 +82,14 @@ log = logging.getLogger(__name__)
 
 # Phases in which a worker's process found gone is relaunched (after a check of its code).
 _RELAUNCHING = (SlotPhase.RUNNING, SlotPhase.WAITING_FOR_WORKER_START, SlotPhase.KILL_AND_RELAUNCH)
-SYNC_SUPERVISOR_SECS = 10.0  # seed: synchronize-supervisor every 10 s besides the callbacks
+SYNC_SUPERVISOR_SECS = 10.0  # supervisor.clj: synchronize-supervisor every 10 s besides the callbacks
 _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (no busy loop)
 
 
 class Supervisor(Service):
     def __init__(self, conf: Mapping[str, Any], *, worker_command: launcher.CommandFn = launcher.worker_command,
-                 worker_launcher: launcher.WorkerLauncher | None = None, code: Any = None,
+                 worker_launcher: launcher.WorkerLauncher | None = None,
+                 code: download.CodeSource | None = None,
                  cluster_factory: Callable[[], StormClusterState] | None = None):
         super().__init__("supervisor")
         self.conf = dict(conf)
@@ -100,7 +101,7 @@ class Supervisor(Service):
         # Distributed mode: worker processes, code from Nimbus, ZooKeeper; LocalCluster passes
         # in-process workers, its live topologies and its in-memory cluster state.
         self.launcher: launcher.WorkerLauncher = worker_launcher or launcher.ProcessLauncher(self.conf, worker_command)
-        self.code = code or download.NimbusCode(self.conf)
+        self.code: download.CodeSource = code or download.NimbusCode(self.conf)
         self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
         self._state: LocalState | None = None
         self._started_at = time.monotonic()
@@ -157,7 +158,8 @@ class Supervisor(Service):
         self.on_stop(self.cluster.disconnect, "ZooKeeper connection")
         self.code.open()
         self.on_stop(self.code.close, "Nimbus client")
-        self._heartbeat()  # registered before anything else happens (seed: heartbeat-fn first)
+        # Registered before anything else happens (supervisor.clj calls heartbeat-fn first).
+        self._heartbeat()
         hb_secs = float(conf["supervisor.heartbeat.frequency.secs"])
         self._heartbeat_thread = self.start_child(
             PeriodicThread("supervisor-heartbeat", hb_secs, self._heartbeat, run_at_start=False))

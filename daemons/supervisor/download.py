@@ -19,7 +19,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from cluster_state import local_layout
 from daemons.nimbus.code_store import CHUNK_BYTES, CONF_FILE, PACKAGE_FILE
@@ -114,7 +114,8 @@ def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:
 
 
 def clean_tmp(conf: Mapping[str, Any]) -> None:
-    """Drop downloads a previous run left unfinished (seed: cleanDirectory of supervisor/tmp)."""
+    """Drop downloads a previous run left unfinished (supervisor.clj's mk-supervisor empties
+    supervisor/tmp the same way)."""
     tmp = local_layout.supervisor_tmp(conf)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -155,9 +156,41 @@ class DownloadRetries:
         return min(times) if times else None
 
 
+@runtime_checkable
+class CodeSource(Protocol):
+    """Where the supervisor's topology code comes from, as the supervisor calls it: NimbusCode
+    here, daemons/inprocess/code.py's LiveSupervisorCode in LocalCluster. `open`, `clean_tmp` and
+    `close` come from the supervisor's start and stop; the others from its sync thread
+    (`present` and `damaged` from its processes thread too)."""
+
+    def open(self) -> None:
+        """Connect to wherever the code comes from (once, before any fetch)."""
+
+    def close(self) -> None:
+        """Release what open() took."""
+
+    def fetch(self, storm_id: str) -> Path:
+        """Put the topology's code into `supervisor/stormdist/{id}` whole (or raise); its path."""
+
+    def present(self, storm_id: str) -> bool:
+        """Whether the topology's code is on disk, complete."""
+
+    def damaged(self, storm_id: str) -> list[str]:
+        """What in the topology's code on disk no longer matches its package ([]: nothing)."""
+
+    def stored_ids(self) -> list[str]:
+        """The topologies whose code is on disk."""
+
+    def remove(self, storm_id: str) -> None:
+        """Delete the topology's code (no longer assigned here)."""
+
+    def clean_tmp(self) -> None:
+        """Drop what an interrupted fetch of an earlier run left behind."""
+
+
 class NimbusCode:
     """Where a supervisor's topology code comes from in distributed mode: Nimbus, over RPC, into
-    `supervisor/stormdist/{id}` (LocalCluster passes its own, with the same methods)."""
+    `supervisor/stormdist/{id}` (a CodeSource; LocalCluster passes its own)."""
 
     def __init__(self, conf: Mapping[str, Any]):
         self.conf = conf

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import psutil
 
@@ -218,10 +218,12 @@ def tree_rss(record: WorkerRecord) -> int | None:
     return total
 
 
+@runtime_checkable
 class WorkerLauncher(Protocol):
-    """What the supervisor needs of its launcher (the side effects of the slot actions on worker
-    processes): ProcessLauncher here, daemons/inprocess/workers.py's InProcessLauncher in
-    LocalCluster. All calls come from the supervisor's sync-processes thread."""
+    """What the supervisor needs of its launcher (Storm 2.x's ContainerLauncher: the side effects
+    of the slot actions on worker processes): ProcessLauncher here, daemons/inprocess/workers.py's
+    InProcessLauncher in LocalCluster. All calls come from the supervisor's sync-processes thread;
+    tests/unit/test_unit_seams.py holds both to these signatures."""
 
     def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
         """Start the worker; its pid and process start time. OSError when it cannot."""

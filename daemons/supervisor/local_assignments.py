@@ -1,11 +1,11 @@
 """From the cluster's assignments to what this supervisor runs on each port (pure).
 
-Seed 003's `read-assignments` / Storm 2.x `ReadClusterState.readAssignments`: every executor
-placed on (this supervisor, port) becomes part of that port's LocalAssignment. Where Storm
-throws on a port claimed by two topologies, here the conflict is a value: the port is left
-out of the result and the daemon leaves whatever runs there alone (and stays alive) until a
-rebalance resolves it. Also: which assignments to re-read (only those whose ZooKeeper
-version changed), which code to download and which downloaded code may be removed.
+Storm's supervisor.clj `read-assignments` / Storm 2.x `ReadClusterState.readAssignments`: every
+executor placed on (this supervisor, port) becomes part of that port's LocalAssignment. Where Storm
+throws on a port claimed by two topologies, here the conflict is a value: the port is left out of
+the result and the daemon leaves whatever runs there alone (and stays alive) until a rebalance
+resolves it. Also: which assignments to re-read (only those whose ZooKeeper version changed), which
+code to download and which downloaded code may be removed.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ def slot_targets(local: LocalAssignments | None, slot_ports: Iterable[int],
 
 
 def code_to_download(local: LocalAssignments, downloaded: Iterable[str]) -> frozenset[str]:
-    """Assigned topologies whose code is not on disk yet (seed: assigned and not downloaded)."""
+    """Assigned topologies whose code is not on disk yet (as supervisor.clj's
+    synchronize-supervisor: assigned and not downloaded)."""
     return local.storm_ids - frozenset(downloaded)
 
 

@@ -31,7 +31,7 @@ class WorkerStatus(str, Enum):
 
 
 def matches_assignment(heartbeat: WorkerHeartbeat, assignment: LocalAssignment | None) -> bool:
-    """Seed's `matches-an-assignment?`: same topology and the same executors (ignoring the
+    """supervisor.clj's `matches-an-assignment?`: same topology and the same executors (ignoring the
     system executor and order)."""
     if assignment is None or heartbeat.storm_id != assignment.storm_id:
         return False
@@ -42,7 +42,7 @@ def classify_worker(heartbeat: WorkerHeartbeat | None, worker_id: str, approved_
                     port_assignment: LocalAssignment | None, now: float, worker_timeout_secs: float,
                     start_timeout_secs: float, launch_time_secs: float | None,
                     port: int | None = None) -> WorkerStatus:
-    """The state of worker `worker_id`, in the seed's order.
+    """The state of worker `worker_id`, in the order of supervisor.clj's `read-allocated-workers`.
 
     - no heartbeat: not-started while `now - launch_time_secs < start_timeout_secs`; past it
       timed-out if we approved the worker, disallowed if not (a stray dir we never launched; with
@@ -65,11 +65,6 @@ def classify_worker(heartbeat: WorkerHeartbeat | None, worker_id: str, approved_
     if now - heartbeat.time_secs > worker_timeout_secs:
         return WorkerStatus.TIMED_OUT
     return WorkerStatus.VALID
-
-
-def keep_worker(status: WorkerStatus) -> bool:
-    """Whether sync-processes leaves the worker running (valid, or still starting)."""
-    return status in (WorkerStatus.VALID, WorkerStatus.NOT_STARTED)
 
 
 class ProcessStatus(str, Enum):

@@ -1,7 +1,9 @@
-"""cluster_state stays at the bottom of the dependency chain and keeps kazoo out of pure code."""
+"""The layers of docs/architecture.md ("Layering"): cluster_state at the bottom (kazoo kept out of
+its pure code), executor above it, daemons on top; a layer never imports one above it."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -31,3 +33,41 @@ def test_zookeeper_client_imports_no_upper_layers():
     modules = imported_after("import cluster_state.zk")
     assert "kazoo" in modules
     assert not modules & {"executor", "daemons"}
+
+
+def imported_names(path: Path, root: Path = REPO) -> set[str]:
+    """Every module an import statement of `path` names, at module level or inside functions
+    (relative imports resolved against the file's package)."""
+    package = path.relative_to(root).with_suffix("").parts[:-1]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else ()
+            names.add(".".join((*base, *(node.module.split(".") if node.module else ()))))
+    return names
+
+
+def upward_imports(layer: str, above: set[str], root: Path = REPO) -> list[str]:
+    """`file imports module` for each import in `layer`'s files of a module in `above`."""
+    return sorted(f"{path.relative_to(root).as_posix()} imports {name}"
+                  for path in (root / layer).rglob("*.py")
+                  for name in imported_names(path, root) if name.split(".")[0] in above)
+
+
+def test_executor_never_imports_daemons():
+    assert upward_imports("executor", {"daemons"}) == []
+
+
+def test_cluster_state_never_imports_executor_or_daemons():
+    assert upward_imports("cluster_state", {"executor", "daemons"}) == []
+
+
+def test_the_scan_sees_imports_inside_functions_and_relative_ones(tmp_path):
+    (tmp_path / "executor" / "sub").mkdir(parents=True)
+    module = tmp_path / "executor" / "sub" / "m.py"
+    module.write_text("import os\n\ndef f():\n    from daemons.supervisor import launcher\n"
+                      "    from .. import worker\n    from .sibling import x\n")
+    assert upward_imports("executor", {"daemons"}, tmp_path) == ["executor/sub/m.py imports daemons.supervisor"]
+    assert imported_names(module, tmp_path) == {"os", "daemons.supervisor", "executor", "executor.sub.sibling"}

@@ -1,8 +1,8 @@
-"""The Spark table over days (design §16), with real Spark: readers in a loop while a topology
-writes and compacts see whole batches and never fewer rows; a compaction SIGKILLed at each step
-loses nothing and shows nothing twice, and the next run cleans up after it; two topologies in
-two processes write one table while their sinks compact it; the sink writes through a Spark
-standalone master and worker started from the Spark that pyspark installs."""
+"""The Spark table over days (docs/topology-guide.md, "The Spark sink"), with real Spark: readers in
+a loop while a topology writes and compacts see whole batches and never fewer rows; a compaction
+SIGKILLed at each step loses nothing and shows nothing twice, and the next run cleans up after it;
+two topologies in two processes write one table while their sinks compact it; the sink writes
+through a Spark standalone master and worker started from the Spark that pyspark installs."""
 
 from __future__ import annotations
 

@@ -19,9 +19,10 @@ def _rand64(rng: random.Random) -> int:
 
 
 def _worked_example(n: int, seed: int):
-    """Seed 001's example: a spout emits to n bolts with edge ids id_1..id_n; each bolt_i emits a
-    child with edge bid_i anchored to its input, then acks (id_i ^ bid_i); a final bolt acks
-    every child (bid_i). Returns (root, init message, list of ack messages in a natural order)."""
+    """The XOR ledger (docs/architecture.md, "The acker"; Storm's acker.clj) on a worked case:
+    a spout emits to n bolts with edge ids id_1..id_n; each bolt_i emits a child with edge bid_i
+    anchored to its input, then acks (id_i ^ bid_i); a final bolt acks every child (bid_i).
+    Returns (root, init message, list of ack messages in a natural order)."""
     rng = random.Random(seed)
     root = _rand64(rng)
     ids = [_rand64(rng) for _ in range(n)]

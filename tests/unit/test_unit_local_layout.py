@@ -1,4 +1,4 @@
-"""The on-disk layout under storm.local.dir (design section 13)."""
+"""The on-disk layout under storm.local.dir (docs/architecture.md, "Local disk layout")."""
 
 from __future__ import annotations
 

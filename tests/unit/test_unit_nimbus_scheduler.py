@@ -7,7 +7,6 @@ from collections import Counter
 
 import pytest
 
-from cluster_state.records import SupervisorInfo
 from daemons.nimbus.scheduler import (
     SupervisorSlots,
     TopologyRequest,
@@ -17,7 +16,6 @@ from daemons.nimbus.scheduler import (
     schedule,
     sort_slots,
     start_times,
-    supervisors_from_infos,
 )
 
 
@@ -399,9 +397,3 @@ def test_node_hosts_cover_the_nodes_used():
     assignment = {(1, 1): ("a", 1), (2, 2): ("gone", 1)}
     assert node_hosts(assignment, supervisors, {"gone": "hg", "old": "ho"}) == {"a": "ha", "gone": "hg"}
     assert node_hosts({}, supervisors) == {}
-
-
-def test_supervisors_from_infos():
-    info = SupervisorInfo(time_secs=1, hostname="h1", assignment_id="s1", used_ports=(),
-                          meta=(6701, 6700), scheduler_meta=None, uptime_secs=3)
-    assert supervisors_from_infos({"s1": info}) == [SupervisorSlots("s1", "h1", (6700, 6701))]

@@ -11,8 +11,7 @@ from testutil import wait_until
 
 from cluster_state import local_layout
 from cluster_state.records import LocalAssignment, SupervisorInfo, WorkerDeath
-from daemons.inprocess.workers import InProcessLauncher
-from daemons.supervisor.launcher import ProcessLauncher, WorkerLauncher, log_size, read_log_tail
+from daemons.supervisor.launcher import ProcessLauncher, log_size, read_log_tail
 from daemons.supervisor.worker_death import (
     MAX_DEATHS,
     MAX_TAIL_CHARS,
@@ -205,10 +204,3 @@ def test_process_launcher_remembers_the_reaped_exit_status_until_forget(tmp_path
     assert error_line(tail) == "ValueError: printed by the worker"
     pl.forget("w1")
     assert pl.exit_status("w1") is None
-
-
-def test_both_launchers_have_the_supervisors_methods():
-    members = [n for n, v in vars(WorkerLauncher).items() if callable(v) and not n.startswith("_")]
-    assert set(members) == {"launch", "alive", "signal", "exit_status", "memory_bytes", "forget", "find_launched"}
-    for cls in (ProcessLauncher, InProcessLauncher):
-        assert all(callable(getattr(cls, n, None)) for n in members), cls

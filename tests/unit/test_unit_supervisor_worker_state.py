@@ -11,7 +11,6 @@ from daemons.supervisor.worker_state import (
     WorkerStatus,
     check_process,
     classify_worker,
-    keep_worker,
     matches_assignment,
 )
 
@@ -57,7 +56,7 @@ def test_heartbeat_not_matching_the_ports_assignment_is_disallowed():
 
 
 def test_disallowed_wins_over_timed_out():
-    # seed order: disallowed is checked before the heartbeat age
+    # supervisor.clj's order: disallowed is checked before the heartbeat age
     assert classify(hb(0, storm_id="t2")) is WorkerStatus.DISALLOWED
 
 
@@ -68,11 +67,6 @@ def test_new_worker_without_heartbeat_gets_the_start_timeout():
     # a stray dir we never launched and that never heartbeated gets no grace
     assert classify(None, approved=(), launched=None) is WorkerStatus.DISALLOWED
     assert classify(None, launched=None) is WorkerStatus.TIMED_OUT
-
-
-def test_keep_worker():
-    assert keep_worker(WorkerStatus.VALID) and keep_worker(WorkerStatus.NOT_STARTED)
-    assert not keep_worker(WorkerStatus.TIMED_OUT) and not keep_worker(WorkerStatus.DISALLOWED)
 
 
 def test_check_process_alive_dead_reused():
