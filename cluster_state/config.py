@@ -178,12 +178,6 @@ def read_yaml_config(path: Path, source: str | None = None) -> dict[str, Any]:
     return data
 
 
-def resolve_conf_dir(conf_dir: str | os.PathLike | None) -> Path | None:
-    if conf_dir is None:
-        conf_dir = os.environ.get(CONF_DIR_ENV) or None
-    return Path(conf_dir) if conf_dir is not None else None
-
-
 @dataclass
 class LoadedConfig:
     """The effective config, where each value came from, and the -c overrides on their own."""
