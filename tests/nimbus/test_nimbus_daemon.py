@@ -274,3 +274,57 @@ def test_the_log_file_records_info_by_default_and_the_level_log_level_names(clus
     storm_py("list", conf_dir=cluster.conf_dir, check=0)
     wait_until(lambda: " DEBUG " in log_file.read_text(), timeout=30, message=lambda: f"DEBUG lines in {log_file}")
 
+
+
+def test_a_submit_while_zookeeper_is_down_fails_and_leaves_nothing_behind(zk_server_factory, tmp_path):
+    # It used to time out on the client and start by itself once ZooKeeper came back: a ghost.
+    from zk_fixture import zk_conf_for
+
+    from cluster_state.errors import ClusterStateError
+
+    server = zk_server_factory()
+    zk = zk_conf_for(server, "/ghost-test")
+    port = free_port()
+    conf = {k: v for k, v in zk.items() if k.startswith("storm.zookeeper.")}
+    conf.update({"storm.local.dir": str(tmp_path / "nimbus-local"), "storm.local.hostname": "127.0.0.1",
+                 "nimbus.seeds": ["127.0.0.1"], "nimbus.thrift.port": port, "nimbus.thrift.timeout": 5,
+                 "nimbus.monitor.freq.secs": 1})
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "storm.yaml").write_text(yaml.safe_dump(conf))
+    state = mk_storm_cluster_state(zk)
+    register_supervisor(state, "sup-1", "127.0.0.1")
+    nimbus = NimbusProcess(conf_dir)
+    try:
+        nimbus.wait_ready(port)
+        topo = topology_dir(tmp_path, config={"topology.workers": 1})
+        server.stop()
+
+        def refused():
+            out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "ghost", conf_dir=conf_dir,
+                           timeout=60)
+            assert out.returncode != 0, out.stdout  # never "submitted" while ZooKeeper is down
+            return "cannot reach ZooKeeper" in out.stderr and one_error_line(out)
+
+        line = wait_until(refused, 60, interval=0.5, message="submit refused naming ZooKeeper")
+        assert "topology 'ghost' was not submitted" in line
+        server.restart()
+        # Nimbus works again: a submit now runs (and its round would assign any leftover)
+        wait_until(lambda: storm_py("jar", "submit", str(topo / "topology.py"), "--name", "after",
+                                    conf_dir=conf_dir, timeout=60).returncode == 0, 60, interval=1,
+                   message="a submit once ZooKeeper is back")
+        wait_until(lambda: "after" in listing_of(conf_dir), 30, message="the new topology listed")
+        names = wait_until(lambda: [state.storm_base(s).storm_name for s in state.active_storms()], 30,
+                           tolerate=(ClusterStateError,), message="the storms in ZooKeeper")
+        assert names == ["after"] and "ghost" not in listing_of(conf_dir)
+        assert not [d for d in (tmp_path / "nimbus-local" / "nimbus" / "stormdist").iterdir()
+                    if d.name.startswith("ghost-")]
+    finally:
+        nimbus.stop()
+        state.disconnect()
+
+
+def listing_of(conf_dir: Path) -> dict[str, list[str]]:
+    out = storm_py("list", conf_dir=conf_dir, check=0)
+    rows = [ln.split() for ln in out.stdout.splitlines()[1:] if ln.strip()]
+    return {r[0]: r for r in rows if r[0] != "No"}
