@@ -81,11 +81,12 @@ def short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
 
 def live_workers(executor_slots: Mapping[Any, tuple[str, int]], seen: Mapping[Any, Seen],
                  last_death: Mapping[tuple[str, int], int], now: float, timeout_secs: float) -> int:
-    """Slots whose worker is alive: an executor's heartbeat advanced within the timeout and
-    after the slot's last worker death (a crash-looping worker heartbeats between deaths)."""
+    """Slots whose worker is alive: an executor's heartbeat advanced within the timeout and was
+    written after the slot's last worker death (a crash-looping worker heartbeats between its
+    deaths). Both times are the worker's host's clock: the heartbeat's own and its supervisor's."""
     live = set()
     for ex, slot in executor_slots.items():
         s = seen.get(ex)
-        if is_fresh(s, now, timeout_secs) and s.seen_at > last_death.get(slot, float("-inf")):
+        if is_fresh(s, now, timeout_secs) and s.reported > last_death.get(slot, float("-inf")):
             live.add(slot)
     return len(live)

@@ -101,10 +101,12 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
                     and row["WORKERS"] == "0" and all(w in row["LAST ERROR"] for w in words) and row)
 
         row = wait_until(lambda: failing("raising", ["RuntimeError: the database at db.example:5432 refused"]),
-                         timeout=120, interval=1, message="list showing raising's restarts and its error")
+                         timeout=120, interval=1,
+                         message=lambda: f"list showing raising's restarts and its error: {rows(c.conf_dir)}")
         assert re.search(r":\d+ \d+m\d+s ago: ", row["LAST ERROR"]), row
         row = wait_until(lambda: failing("missing", ["module 'fancylib' is not installed"]),
-                         timeout=120, interval=1, message="list naming the module missing where workers run")
+                         timeout=120, interval=1,
+                         message=lambda: f"list naming the module missing where workers run: {rows(c.conf_dir)}")
 
         # the cluster goes on: a topology submitted now runs, its workers live, no error
         storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)

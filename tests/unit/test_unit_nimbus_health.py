@@ -43,9 +43,11 @@ def test_a_crash_looping_worker_is_not_live_between_its_deaths():
     from daemons.nimbus.liveness import Seen
 
     slots = {(1, 1): ("s1", 6700), (2, 2): ("s1", 6700), (3, 3): ("s2", 6701)}
-    seen = {(1, 1): Seen(5, 100.0), (2, 2): Seen(5, 100.0), (3, 3): Seen(7, 100.0)}
+    # heartbeats written at 104 (their own clock), seen by Nimbus at 106
+    seen = {(1, 1): Seen(104, 106.0), (2, 2): Seen(104, 106.0), (3, 3): Seen(104, 106.0)}
     assert health.live_workers(slots, seen, {}, 110.0, 30) == 2
-    # s1:6700's worker died after its heartbeat was seen: not live until it heartbeats again
+    # s1:6700's worker died after writing its heartbeat (even if Nimbus saw it later): not live
     assert health.live_workers(slots, seen, {("s1", 6700): 105}, 110.0, 30) == 1
-    assert health.live_workers(slots, seen, {("s1", 6700): 95}, 110.0, 30) == 2
-    assert health.live_workers(slots, seen, {}, 131.0, 30) == 0  # nothing heartbeating
+    assert health.live_workers(slots, seen, {("s1", 6700): 104}, 110.0, 30) == 1  # the same second
+    assert health.live_workers(slots, seen, {("s1", 6700): 103}, 110.0, 30) == 2  # relaunched since
+    assert health.live_workers(slots, seen, {}, 137.0, 30) == 0  # nothing heartbeating
