@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
+from cluster_state.protocol import ConnectionState
 from cluster_state.storm import StormClusterState
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
@@ -89,6 +90,11 @@ class Nimbus(Service):
 
     def _monitor_round(self) -> None:
         core = self.core
+        if core.cluster.connection_state is not ConnectionState.CONNECTED:
+            # Nothing to decide without ZooKeeper, and a round blocked in its retries would hold
+            # the core's lock, so that clients could not even be told it is unreachable.
+            log.warning("monitor round skipped: ZooKeeper is %s", core.cluster.connection_state.value)
+            return
         core.fire_timers()
         core.mk_assignments()
         core.cleanup()

@@ -300,13 +300,16 @@ def test_a_submit_while_zookeeper_is_down_fails_and_leaves_nothing_behind(zk_ser
         topo = topology_dir(tmp_path, config={"topology.workers": 1})
         server.stop()
 
+        said = []
+
         def refused():
             out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "ghost", conf_dir=conf_dir,
                            timeout=60)
             assert out.returncode != 0, out.stdout  # never "submitted" while ZooKeeper is down
+            said.append(out.stderr.strip())
             return "cannot reach ZooKeeper" in out.stderr and one_error_line(out)
 
-        line = wait_until(refused, 60, interval=0.5, message="submit refused naming ZooKeeper")
+        line = wait_until(refused, 60, interval=0.5, message=lambda: f"submit refused naming ZooKeeper: {said[-3:]}")
         assert "topology 'ghost' was not submitted" in line
         server.restart()
         # Nimbus works again: a submit now runs (and its round would assign any leftover)
