@@ -25,6 +25,7 @@ import ipaddress
 import logging
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,25 @@ def _netns_unavailable(tag: str) -> str | None:
         return f"`ip netns add` failed (needs root and CAP_SYS_ADMIN): {out.stderr.strip()}"
     _ip("netns", "del", probe, check=False)
     return None
+
+
+def _remove_leftovers() -> None:
+    """Namespaces and the root veth of an earlier run of this test whose process is gone (one
+    killed before its finalizer ran); only names of this test's scheme, never a live run's."""
+    def gone(pid: str) -> bool:
+        return not Path(f"/proc/{pid}").exists()
+
+    for line in _ip("netns", "list").stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = re.fullmatch(r"stpy-(\d+)-(sw|a|b|c|probe)", name)
+        if m and gone(m.group(1)):
+            log.warning("removing namespace %s left by an earlier run", name)
+            _ip("netns", "del", name, check=False)
+    for line in _ip("-o", "link", "show").stdout.splitlines():
+        m = re.match(r"\d+: (stpy(\d+)r)[@:]", line)
+        if m and gone(m.group(2)):
+            log.warning("removing interface %s left by an earlier run", m.group(1))
+            _ip("link", "del", m.group(1), check=False)
 
 
 def _used_networks() -> list[ipaddress.IPv4Network]:
@@ -349,10 +369,11 @@ def _on_port(listeners: set[tuple[str, int]], ports: list[int]) -> set[str]:
 def test_word_count_across_hosts_survives_a_cut_link(tmp_path):
     if shutil.which("java") is None or not os.path.exists(os.environ.get(JAR_ENV, DEFAULT_JAR)):
         pytest.skip("the cluster needs Java and the Debian zookeeper package")
-    tag = str(os.getpid() % 100_000)
+    tag = str(os.getpid())  # names unique per run; "stpy{pid}r" fits 15 characters
     why = _netns_unavailable(tag)
     if why is not None:
         pytest.skip(f"cannot create network namespaces here: {why}")
+    _remove_leftovers()
 
     net = PrivateNet(tag)
     cluster = MultiHostCluster(tmp_path / "cluster", net)
