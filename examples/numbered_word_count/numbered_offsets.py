@@ -10,9 +10,10 @@ These functions are what an outside observer (the fault test, bench/chaos.py) re
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -62,11 +63,28 @@ def load(path: Path, index: int, tasks: int, count: int) -> Offset:
 
 
 def save(path: Path, offset: Offset) -> None:
+    """Write `offset`, never lowering what the file already holds: acked messages stay acked,
+    and two instances of one task can run at once (after a network partition the stale one on
+    the cut-off host runs until its supervisor is back to stop it, and saves its older numbers
+    when it stops), so the higher committed offset is the true one
+    (tests/devcluster/test_multi_host.py)."""
     # No fsync: the state must survive a killed process, whose writes the page cache keeps; a
     # machine crash is out of scope for this example.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(offset.__dict__, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the read-and-replace of one instance at a time
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            old = None
+        if isinstance(old, dict) and old.get("count") == offset.count:
+            offset = replace(offset, committed=max(offset.committed, int(old.get("committed", 0))),
+                             emitted=max(offset.emitted, int(old.get("emitted", 0))))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(offset.__dict__, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def read_all(directory: str | os.PathLike) -> list[Offset]:
