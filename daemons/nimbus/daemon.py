@@ -138,6 +138,11 @@ class Nimbus(Service):
                 secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc"))
         self.start_child(self._monitor)
         if isinstance(self._latch, LeaderLatch):
+            self._latch.identity_owned = self.rpc is not None
+            if self.rpc is not None and not self._leading and self._leader == self.me:
+                # An earlier run of this Nimbus that crashed still leads: remove its node, then lead.
+                self._election_round()
+                self._election_round()
             self._election = self.start_child(PeriodicThread("nimbus-election", ELECTION_POLL_SECS,
                                                              self._election_round, run_at_start=False))
             sync = CodeSync(conf, store, core.lock, active=cluster.active_storms, leading=lambda: self._leading,
@@ -181,6 +186,8 @@ class Nimbus(Service):
                         "refuses writes", self.me, found.leader or "none now")
             self._leading = False
             self._reregister()
+        elif found.leader == self.me and not found.is_leader:
+            log.info("Nimbus %s: the leader lock is held by an earlier run of this Nimbus", self.me)
         elif found.leader != was and not found.is_leader:
             log.info("Nimbus %s is a standby; the leader is %s", self.me, found.leader or "not known")
 

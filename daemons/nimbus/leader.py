@@ -62,6 +62,8 @@ class LeaderLatch:
         self._on_event = on_event
         self._node: str | None = None
         self._closed = False
+        # Set once this Nimbus listens on its host:port: no other live Nimbus can then claim it.
+        self.identity_owned = False
         client.add_listener(self._on_state)
 
     def check(self) -> Leadership:
@@ -80,13 +82,26 @@ class LeaderLatch:
             return Leadership(None, False)
         if f"{LEADER_LOCK_PATH}/{first}" == self._node:
             return Leadership(self.me, True)
+        path = f"{LEADER_LOCK_PATH}/{first}"
         try:
-            data, _stat = client.get_async(f"{LEADER_LOCK_PATH}/{first}").get(timeout=self._timeout)
+            data, stat = client.get_async(path).get(timeout=self._timeout)
         except Exception as exc:  # gone meanwhile: the next check sees the new order
             log.debug("reading leader node %s: %r", first, exc)
             self._on_event()
             return Leadership(None, False)
-        return Leadership(data.decode("utf-8", "replace") or None, False)
+        leader = data.decode("utf-8", "replace") or None
+        if leader == self.me and (self.identity_owned or stat.ephemeralOwner == client.client_id[0]):
+            # Our own node: of this session (a create whose reply was lost), or of an earlier run
+            # of this Nimbus that died with its session still open (we hold its host:port now).
+            log.info("removing leader-lock node %s of an earlier run of Nimbus %s (session 0x%x)",
+                     path, self.me, stat.ephemeralOwner)
+            try:
+                client.delete_async(path, version=stat.version).get(timeout=self._timeout)
+            except Exception as exc:
+                log.debug("removing %s: %r", path, exc)
+            self._on_event()
+            return Leadership(None, False)
+        return Leadership(leader, False)
 
     def _owned(self, node: str) -> bool:
         stat = self._client.exists_async(node).get(timeout=self._timeout)
