@@ -215,6 +215,7 @@ SCHEMA: dict[str, Rule] = {
     "nimbus.task.launch.secs": _positive(),
     "nimbus.supervisor.timeout.secs": _positive(),
     "nimbus.inbox.jar.expiration.secs": _positive(),
+    "nimbus.code.sync.freq.secs": _positive(),
     # UI and logviewer
     "ui.host": _str(),
     "ui.port": ANY_PORT,

@@ -12,6 +12,9 @@ SUPERVISORS_ROOT = "supervisors"
 WORKERBEATS_ROOT = "workerbeats"
 ERRORS_ROOT = "errors"
 LOGCONFIGS_ROOT = "logconfigs"
+# Nimbus HA (Storm's ClusterUtils.java NIMBUSES_ROOT, LeaderElectorImp's leader latch).
+NIMBUSES_ROOT = "nimbuses"
+LEADER_LOCK_ROOT = "leader-lock"
 
 ASSIGNMENTS_SUBTREE = "/" + ASSIGNMENTS_ROOT
 STORMS_SUBTREE = "/" + STORMS_ROOT
@@ -19,6 +22,8 @@ SUPERVISORS_SUBTREE = "/" + SUPERVISORS_ROOT
 WORKERBEATS_SUBTREE = "/" + WORKERBEATS_ROOT
 ERRORS_SUBTREE = "/" + ERRORS_ROOT
 LOGCONFIGS_SUBTREE = "/" + LOGCONFIGS_ROOT
+NIMBUSES_SUBTREE = "/" + NIMBUSES_ROOT
+LEADER_LOCK_PATH = "/" + LEADER_LOCK_ROOT
 
 ALL_SUBTREES = (ASSIGNMENTS_SUBTREE, STORMS_SUBTREE, SUPERVISORS_SUBTREE, WORKERBEATS_SUBTREE, ERRORS_SUBTREE,
                 LOGCONFIGS_SUBTREE)
@@ -66,6 +71,11 @@ def storm_path(storm_id: str) -> str:
 
 def supervisor_path(supervisor_id: str) -> str:
     return f"{SUPERVISORS_SUBTREE}/{check_segment(supervisor_id, 'supervisor id')}"
+
+
+def nimbus_path(nimbus_id: str) -> str:
+    """`/nimbuses/{host:port}`: one running Nimbus's registration (ephemeral)."""
+    return f"{NIMBUSES_SUBTREE}/{check_segment(nimbus_id, 'nimbus id')}"
 
 
 def workerbeat_storm_root(storm_id: str) -> str:

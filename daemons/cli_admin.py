@@ -53,12 +53,22 @@ def _uptime(secs: int) -> str:
     return (f"{d}d" if d else "") + (f"{h}h" if d or h else "") + f"{m}m{s}s"
 
 
+def nimbus_lines(nimbuses: list) -> list[str]:
+    """`nimbus 127.0.0.2:6627 Leader` per Nimbus, only when more than one is registered."""
+    if len(nimbuses) < 2:
+        return []
+    return [f"nimbus {n['host']}:{n['port']} {n['status']}" for n in nimbuses]
+
+
 @click.command("list")
 @common_options
 def list_(conf):
     """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
-    the last 5 minutes and the last error (where and when)."""
+    the last 5 minutes and the last error (where and when); first, with several Nimbus daemons,
+    one line per Nimbus: Leader or Not a Leader."""
     info = call(conf, "cluster_info")
+    for line in nimbus_lines(info.get("nimbuses") or []):
+        click.echo(line)
     tops = info["topologies"]
     if not tops:
         click.echo("No topologies running.")

@@ -251,7 +251,7 @@ class DevCluster(Service):
 
     def __init__(self, base_dir: str | os.PathLike, *, supervisors: int = 2, slots: int = 2,
                  user_conf: Mapping[str, Any] | None = None, ready_timeout: float = 60.0,
-                 on_child_exit: Callable[[Child], Any] | None = None) -> None:
+                 on_child_exit: Callable[[Child], Any] | None = None, more_nimbus_hosts: tuple[str, ...] = ()) -> None:
         super().__init__("dev-cluster")
         if supervisors < 1 or slots < 1:
             raise ValueError("a dev cluster needs at least one supervisor with at least one slot")
@@ -261,6 +261,9 @@ class DevCluster(Service):
         self.user_conf = carried_conf(user_conf or {})
         self.ready_timeout = ready_timeout
         self.on_child_exit = on_child_exit
+        # Loopback hosts of more Nimbus daemons started by the caller (Nimbus HA, same port):
+        # every conf's nimbus.seeds lists them after this cluster's Nimbus.
+        self.more_nimbus_hosts = tuple(more_nimbus_hosts)
         self.conf_dir = self.base_dir / "conf"
         self.log_dir = self.base_dir / "logs"
         self.pid_dir = self.base_dir / "pids"
@@ -305,7 +308,7 @@ class DevCluster(Service):
             "storm.zookeeper.servers": [HOST],
             "storm.zookeeper.port": zk_port,
             "storm.local.hostname": HOST,
-            "nimbus.seeds": [HOST],
+            "nimbus.seeds": [HOST, *self.more_nimbus_hosts],
             "nimbus.thrift.port": nimbus_port,
         }
         self.conf = {**common, "storm.local.dir": str(self.base_dir / "nimbus"), "storm.log.dir": str(self.log_dir),

@@ -98,17 +98,19 @@ class NimbusCore:
 
     # ------------------------------------------------------------------ recovery
     def recover(self) -> None:
-        """On start: keep every running assignment, re-arm pending kills and rebalances, and
-        remove topologies whose code is gone (Storm's cleans-corrupt)."""
+        """On start and on becoming the leader: keep every running assignment and re-arm pending
+        kills and rebalances. A topology whose code is not here is kept as it runs (never
+        removed for that: another Nimbus may have it; the code sync fetches it)."""
         with self.lock:
+            self._timers.clear()  # re-armed below from ZooKeeper, as a restarted Nimbus would
             for storm_id in self.cluster.active_storms():
                 base = self._base_or_none(storm_id)
                 if base is None:
                     continue
                 if not self.store.has(storm_id):
-                    log.warning("topology %s (%s) has no code in the code store: removing it",
-                                base.storm_name, storm_id)
-                    self._remove(storm_id)
+                    log.error("topology %s (%s) has no code on this Nimbus: it keeps running as assigned and "
+                              "is not rescheduled until its code is fetched from another Nimbus",
+                              base.storm_name, storm_id)
                     continue
                 self._apply(storm_id, Startup())
             self.cleanup()
@@ -263,7 +265,14 @@ class NimbusCore:
             requests, old = [], {}
             for storm_id in sorted(self.cluster.active_storms()):
                 base = None if storm_id in self._abandoned else self._base_or_none(storm_id)
-                if base is None or not self.store.has(storm_id):
+                if base is None:
+                    continue
+                if not self.store.has(storm_id):
+                    held = self._assignment_or_none(storm_id)
+                    if held is not None:  # no code here: it keeps its slots, its assignment is not rewritten
+                        requests.append(TopologyRequest(storm_id, tuple(held.executor_node_port),
+                                                        len(set(held.executor_node_port.values())),
+                                                        assignment=held.executor_node_port))
                     continue
                 layout = self.layout(storm_id, base)
                 executors = tuple(e for _c, e in layout.all_executors())
@@ -281,6 +290,8 @@ class NimbusCore:
                                                 assignment=current.executor_node_port, alive=alive))
             new = schedule(requests, supervisors)
             for storm_id, enp in new.items():
+                if storm_id not in old:
+                    continue
                 self._write_assignment(storm_id, old.get(storm_id), enp, supervisors, now,
                                        from_scratch=storm_id in scratch)
 

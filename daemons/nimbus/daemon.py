@@ -6,6 +6,15 @@ reached within `storm.zookeeper.connection.timeout`), recovery of every topology
 and the local dir, the RPC server (refused with one clear error when the port is taken), and
 the monitor thread, which every `nimbus.monitor.freq.secs` (sooner when a kill or rebalance
 timer is due) fires timers, reassigns dead executors and cleans up.
+
+Nimbus HA (docs/operations.md, "Nimbus HA"; Storm's Nimbus.java): on ZooKeeper, before it
+recovers, a Nimbus joins the leader election (daemons/nimbus/leader.py) and registers itself
+(daemons/nimbus/nimbuses.py). Only the leader recovers, runs the monitor's writes and accepts
+writes; a standby refuses them naming the leader, writes nothing to ZooKeeper, and copies the
+code of every active topology (daemons/nimbus/code_sync.py). The election thread checks the
+latch on every ZooKeeper event and every second; when this Nimbus becomes the leader it
+recovers as a restarted Nimbus would, then accepts writes; when it stops being the leader it
+stops at once.
 """
 
 from __future__ import annotations
@@ -14,15 +23,21 @@ import logging
 from typing import Any, Callable, Mapping
 
 from cluster_state import local_layout
+from cluster_state.errors import ClusterStateError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.protocol import ConnectionState
 from cluster_state.storm import StormClusterState
+from daemons.nimbus import nimbuses
 from daemons.nimbus.code_store import CodeStore
+from daemons.nimbus.code_sync import CodeSync
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
+from daemons.nimbus.leader import AlwaysLeader, LeaderLatch, Leadership
 from daemons.nimbus.seams import TopologyCodeStore
+from daemons.rpc.protocol import NotLeaderError, not_leader_message
 from daemons.rpc.server import RpcServer
 from executor.lifecycle import PeriodicThread, Service
+from executor.package import storm_py_version
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +49,9 @@ def nimbus_bind_host(conf: Mapping[str, Any]) -> str:
         return str(host)
     seeds = conf["nimbus.seeds"]
     return str(seeds[0])
+
+
+ELECTION_POLL_SECS = 1.0
 
 
 def monitor_interval(freq_secs: float, next_timer_in: float | None) -> float:
@@ -55,6 +73,26 @@ class Nimbus(Service):
         self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
         self._store = store
         self._serve_rpc = serve_rpc
+        self._latch: LeaderLatch | AlwaysLeader | None = None
+        self._election: PeriodicThread | None = None
+        self._leader: str | None = None  # host:port of the leader, as the latch last said
+        self._leading = False  # the leader and recovered: runs the monitor's writes, accepts writes
+        self._register: Callable[[], None] | None = None
+        self.me = ""
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading
+
+    def require_leader(self) -> None:
+        """Raise NotLeaderError naming the leader unless this Nimbus leads (handlers' writes)."""
+        if not self._leading:
+            raise NotLeaderError(not_leader_message(self.me, self._leader))
+
+    def nimbus_rows(self) -> list[dict]:
+        """Every registered Nimbus with its status (cluster_info's "nimbuses")."""
+        regs = nimbuses.registered(self.core.cluster.cluster_state) if self._serve_rpc else {}
+        return nimbuses.nimbus_rows(regs, self._leader, self.core.clock())
 
     @property
     def port(self) -> int | None:
@@ -74,22 +112,102 @@ class Nimbus(Service):
         cluster = self._cluster_factory()
         self.on_stop(cluster.disconnect, "ZooKeeper connection")
         core = self.core = NimbusCore(conf, cluster, store)
-        core.recover()
+        host, port = nimbus_bind_host(conf), int(conf["nimbus.thrift.port"])
+        self.me = nimbuses.nimbus_id(host, port)
+        kazoo = getattr(cluster.cluster_state, "kazoo_client", None)
+        if kazoo is None or not self._serve_rpc:
+            self._latch = AlwaysLeader(self.me)  # in-memory cluster state: the only Nimbus
+        else:
+            self._latch = LeaderLatch(kazoo, self.me, float(conf["storm.zookeeper.connection.timeout"]) / 1000,
+                                      self._wake_election)
+            self.on_stop(self._latch.close, "leader election")
+        self._election_round()  # the leader recovers here, before serving
+        if self._serve_rpc:
+            started = int(core.started_at)
+            self._register = lambda: nimbuses.register(
+                cluster.cluster_state, host, port, started, storm_py_version(), self._leading)
+            self._register()
+            self.on_stop(lambda: nimbuses.unregister(cluster.cluster_state, host, port), "Nimbus registration")
         freq = float(conf["nimbus.monitor.freq.secs"])
         self._monitor = PeriodicThread("nimbus-monitor", lambda: monitor_interval(freq, core.next_timer_in()),
                                        self._monitor_round)
         if self._serve_rpc:
             max_package = int(conf["storm.package.max.bytes"])
-            handlers = make_handlers(core, store, max_package, self._monitor.wake)
+            handlers = make_handlers(core, store, max_package, self._monitor.wake,
+                                     require_leader=self.require_leader, nimbus_rows=self.nimbus_rows)
             self.rpc = self.start_child(RpcServer(
-                nimbus_bind_host(conf), int(conf["nimbus.thrift.port"]), handlers,
+                host, port, handlers,
                 secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc"))
         self.start_child(self._monitor)
+        if isinstance(self._latch, LeaderLatch):
+            self._latch.identity_owned = self.rpc is not None
+            if self.rpc is not None and not self._leading and self._leader == self.me:
+                # An earlier run of this Nimbus that crashed still leads: remove its node, then lead.
+                self._election_round()
+                self._election_round()
+            self._election = self.start_child(PeriodicThread("nimbus-election", ELECTION_POLL_SECS,
+                                                             self._election_round, run_at_start=False))
+            sync = CodeSync(conf, store, core.lock, active=cluster.active_storms, leading=lambda: self._leading,
+                            peers=lambda: nimbuses.peers(nimbuses.registered(cluster.cluster_state),
+                                                         self._leader, self.me))
+            self.on_stop(sync.close, "code sync clients")
+            self.start_child(PeriodicThread("nimbus-code-sync", float(conf["nimbus.code.sync.freq.secs"]),
+                                            sync.run_round))
         if self.rpc is not None:
-            log.info("Nimbus running on %s:%s (local dir %s)", self.rpc.host, self.rpc.port, store.root)
+            log.info("Nimbus running on %s:%s (local dir %s), %s", self.rpc.host, self.rpc.port, store.root,
+                     "the leader" if self._leading else f"a standby (the leader is {self._leader or 'not known'})")
+
+    def _wake_election(self) -> None:
+        if self._election is not None:
+            self._election.wake()
+
+    def _election_round(self) -> None:
+        """Ask the latch who leads; take over (recover first) or step down when that changed."""
+        try:
+            found = self._latch.check()
+        except Exception as exc:  # ZooKeeper away or slow: not the leader until a check succeeds
+            log.warning("Nimbus leader election: %r", exc)
+            found = Leadership(None, False)
+        was = self._leader
+        self._leader = found.leader
+        if found.is_leader and not self._leading:
+            log.info("Nimbus %s is the leader now%s: recovering", self.me, f" (was {was})" if was else "")
+            try:
+                self.core.recover()
+            except ClusterStateError as exc:
+                if self._election is None:
+                    raise  # at start: refused as before HA
+                log.warning("Nimbus %s: recovery as the leader failed, retried: %s", self.me, exc)
+                return
+            self._leading = True
+            self._reregister()
+            if self._monitor is not None:
+                self._monitor.wake()
+        elif not found.is_leader and self._leading:
+            log.warning("Nimbus %s is not the leader any more (leader: %s): it stops scheduling and "
+                        "refuses writes", self.me, found.leader or "none now")
+            self._leading = False
+            self._reregister()
+        elif found.leader == self.me and not found.is_leader:
+            log.info("Nimbus %s: the leader lock is held by an earlier run of this Nimbus", self.me)
+        elif found.leader != was and not found.is_leader:
+            log.info("Nimbus %s is a standby; the leader is %s", self.me, found.leader or "not known")
+
+    def _reregister(self) -> None:
+        """Rewrite this Nimbus's registration with its new leader flag."""
+        if self._register is None:
+            return
+        try:
+            self._register()
+        except ClusterStateError as exc:
+            log.warning("updating the Nimbus registration: %s", exc)
 
     def _monitor_round(self) -> None:
         core = self.core
+        if not self._leading:  # a standby writes nothing to ZooKeeper
+            if self._serve_rpc:
+                core.store.expire_uploads(float(self.conf["nimbus.inbox.jar.expiration.secs"]))
+            return
         if core.cluster.connection_state is not ConnectionState.CONNECTED:
             # Nothing to decide without ZooKeeper, and a round blocked in its retries would hold
             # the core's lock, so that clients could not even be told it is unreachable.

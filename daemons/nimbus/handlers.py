@@ -14,6 +14,12 @@ Operations (args -> result):
     set_log_config / get_log_config                (daemons/nimbus/log_config_ops.py)
     download_info {id, file}                       -> {size, checksum}     (supervisors)
     download_chunk {id, file, offset, length}      -> {data}
+
+Nimbus HA (docs/operations.md): with `require_leader`, a standby refuses every write (uploads,
+submit, kill, activate, deactivate, rebalance, set_log_config) with NotLeaderError naming the
+leader, before doing anything; it answers reads itself (ZooKeeper is shared), except those
+that need a topology's code it has not copied yet, which it refuses the same way so the
+client asks the leader. `nimbus_rows` adds every registered Nimbus to cluster_info.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from executor.package import file_checksum, masked
 
 
 def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
-                  after_change: Callable[[], Any]) -> dict[str, Callable[[dict], Any]]:
+                  after_change: Callable[[], Any], *, require_leader: Callable[[], None] | None = None,
+                  nimbus_rows: Callable[[], list] | None = None) -> dict[str, Callable[[dict], Any]]:
     """`after_change` runs after an event that may schedule a timer (wakes the monitor)."""
 
     def begin_upload(a: dict) -> dict:
@@ -107,16 +114,52 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
             raise NotAliveError(f"no code for topology {storm_id} on this Nimbus")
         return path
 
-    return {
+    def cluster_info(_a: dict) -> dict:
+        info = core.cluster_info()
+        if nimbus_rows is not None:
+            info["nimbuses"] = nimbus_rows()
+        return info
+
+    def needs_code(fn: Callable[[dict], Any], key: str) -> Callable[[dict], Any]:
+        """A read answered from a topology's code: a standby without it yet sends the client on."""
+        def read(a: dict) -> Any:
+            if require_leader is not None:
+                try:
+                    storm_id = core.resolve(arg(a, key, str))
+                    has = store.has(storm_id)
+                except (NotAliveError, UploadError):
+                    has = True  # the read itself answers with the error
+                if not has:
+                    require_leader()
+            return fn(a)
+        return read
+
+    handlers = {
         "begin_upload": begin_upload, "upload_chunk": upload_chunk, "submit": submit,
         "kill": kill, "activate": activate, "deactivate": deactivate, "rebalance": rebalance,
-        "cluster_info": lambda a: core.cluster_info(),
-        "topology_info": lambda a: core.topology_info(arg(a, "name", str)),
-        "topology_details": lambda a: core.topology_details(arg(a, "name", str)),
+        "cluster_info": cluster_info,
+        "topology_info": needs_code(lambda a: core.topology_info(arg(a, "name", str)), "name"),
+        "topology_details": needs_code(lambda a: core.topology_details(arg(a, "name", str)), "name"),
         "nimbus_conf": lambda a: masked(core.conf),
-        "download_info": download_info, "download_chunk": download_chunk,
+        "download_info": needs_code(download_info, "id"), "download_chunk": needs_code(download_chunk, "id"),
         **log_config_handlers(core),
     }
+    if require_leader is not None:
+        for op in WRITES:
+            handlers[op] = _leader_only(handlers[op], require_leader)
+    return handlers
+
+
+# Refused by a standby Nimbus (Storm's Nimbus.java assertIsLeader).
+WRITES = ("begin_upload", "upload_chunk", "submit", "kill", "activate", "deactivate", "rebalance",
+          "set_log_config")
+
+
+def _leader_only(fn: Callable[[dict], Any], require_leader: Callable[[], None]) -> Callable[[dict], Any]:
+    def write(a: dict) -> Any:
+        require_leader()
+        return fn(a)
+    return write
 
 
 def _wait(a: dict) -> float | None:

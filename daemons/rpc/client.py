@@ -10,6 +10,11 @@ but no reply" (not retried: the call may have happened, e.g. a submit).
 
 One deadline, `timeout_secs`, bounds a whole call including the connection; with several
 seeds each gets an equal share of what is left. Calls from several threads are serialized.
+
+Nimbus HA (docs/operations.md, "Nimbus HA"): a standby Nimbus refuses a write with
+NotLeaderError naming the leader's host:port; the call is then sent once more, to the leader
+(it did nothing on the standby), and later calls go to the leader until it cannot be reached,
+when the seeds are tried again in order.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import zmq
 
 from cluster_state.config import ConfigError, default_config
-from daemons.rpc.protocol import UnreachableError, decode_reply, encode_request
+from daemons.rpc.protocol import NotLeaderError, UnreachableError, decode_reply, encode_request
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +58,8 @@ class RpcClient:
         self._secret = secret
         self._lock = threading.Lock()
         self._sock: zmq.Socket | None = None
-        self._current = 0  # the seed that answered last
+        self._current: tuple[str, int] = (hosts[0], port)  # the endpoint that answered last
+        self._leader: tuple[str, int] | None = None  # named by a standby's NotLeaderError
 
     @property
     def addresses(self) -> list[str]:
@@ -64,21 +70,32 @@ class RpcClient:
         (naming host:port and the timeout), the typed error of an error reply, or ProtocolError."""
         frame = encode_request(op, args, self._secret)
         with self._lock:
-            deadline = time.monotonic() + self.timeout_secs
-            sock = self._connected(deadline)
             try:
-                sock.send(frame, zmq.NOBLOCK)
-            except zmq.Again:
+                return decode_reply(self._exchange(op, frame))
+            except NotLeaderError as exc:
+                leader = _endpoint(exc.leader)
+                if leader is None or leader == self._current:
+                    raise
+                log.info("%s: %s; sending %r there", self.peer_name, exc, op)
                 self._drop()
-                raise UnreachableError(self._unreachable_text()) from None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
-                address = self.addresses[self._current]
-                self._drop()
-                raise UnreachableError(f"{self.peer_name} at {address} did not answer {op!r} "
-                                       f"within {self.timeout_secs:g}s")
-            reply = sock.recv()
-        return decode_reply(reply)
+                self._leader = leader
+                return decode_reply(self._exchange(op, frame))
+
+    def _exchange(self, op: str, frame: bytes) -> bytes:
+        deadline = time.monotonic() + self.timeout_secs
+        sock = self._connected(deadline)
+        try:
+            sock.send(frame, zmq.NOBLOCK)
+        except zmq.Again:
+            self._drop()
+            raise UnreachableError(self._unreachable_text()) from None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not sock.poll(int(remaining * 1000) + 1, zmq.POLLIN):
+            address = _address(self._current)
+            self._drop()
+            raise UnreachableError(f"{self.peer_name} at {address} did not answer {op!r} "
+                                   f"within {self.timeout_secs:g}s")
+        return sock.recv()
 
     def close(self) -> None:
         with self._lock:
@@ -97,28 +114,39 @@ class RpcClient:
             if self._sock.poll(0, zmq.POLLOUT):
                 return self._sock
             self._drop()  # the connection went away: look for a seed again
-        order = list(range(self._current, len(self.hosts))) + list(range(self._current))
-        for left, index in zip(range(len(order), 0, -1), order):
+            self._leader = None
+        order = self._order()
+        for left, endpoint in zip(range(len(order), 0, -1), order):
             share = (deadline - time.monotonic()) / left
-            sock = self._open(self.hosts[index])
+            sock = self._open(*endpoint)
             if sock is not None and share > 0 and sock.poll(int(share * 1000) + 1, zmq.POLLOUT):
-                self._sock, self._current = sock, index
+                self._sock, self._current = sock, endpoint
                 return sock
             if sock is not None:
                 sock.close(linger=0)
-            log.debug("%s at %s not reachable", self.peer_name, self.addresses[index])
+            log.debug("%s at %s not reachable", self.peer_name, _address(endpoint))
+        self._leader = None
         raise UnreachableError(self._unreachable_text())
 
-    def _open(self, host: str) -> zmq.Socket | None:
+    def _order(self) -> list[tuple[str, int]]:
+        """The leader a standby named, if any; then the seeds, from the one that answered last."""
+        seeds = [(h, self.port) for h in self.hosts]
+        start = seeds.index(self._current) if self._current in seeds else 0
+        order = seeds[start:] + seeds[:start]
+        if self._leader is not None:
+            order = [self._leader] + [e for e in order if e != self._leader]
+        return order
+
+    def _open(self, host: str, port: int) -> zmq.Socket | None:
         sock = zmq.Context.instance().socket(zmq.REQ)
         sock.linger = 0
         sock.setsockopt(zmq.IMMEDIATE, 1)
         try:
             if ":" in host.strip("[]"):
                 sock.ipv6 = True
-            sock.connect(connect_endpoint(host, self.port))
+            sock.connect(connect_endpoint(host, port))
         except zmq.ZMQError as exc:  # e.g. a malformed host: that seed is unreachable
-            log.debug("cannot connect to %s:%s: %s", host, self.port, exc)
+            log.debug("cannot connect to %s:%s: %s", host, port, exc)
             sock.close(linger=0)
             return None
         return sock
@@ -130,6 +158,18 @@ class RpcClient:
 
     def _unreachable_text(self) -> str:
         return f"cannot reach {self.peer_name} at {', '.join(self.addresses)} within {self.timeout_secs:g}s"
+
+
+def _address(endpoint: tuple[str, int]) -> str:
+    return f"{endpoint[0]}:{endpoint[1]}"
+
+
+def _endpoint(address: str | None) -> tuple[str, int] | None:
+    """"host:port" (as a NotLeaderError names the leader) -> (host, port)."""
+    if not address:
+        return None
+    host, _, port = address.rpartition(":")
+    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
 
 
 def _conf_value(conf: Mapping[str, Any], key: str) -> Any:

@@ -9,7 +9,8 @@ An error reply's kind names the exception the client raises with the server's me
     not-alive -> NotAliveError, already-alive -> AlreadyAliveError,
     invalid-topology -> InvalidTopologyError (these three from executor.errors),
     illegal-state -> IllegalStateError, too-large -> TooLargeError,
-    bad-request -> BadRequestError, auth -> AuthError, internal -> InternalError.
+    bad-request -> BadRequestError, auth -> AuthError, internal -> InternalError,
+    not-leader -> NotLeaderError (a standby Nimbus; the message names the leader's host:port).
 A handler may also raise any exception class carrying an `rpc_kind` attribute (e.g.
 `rpc_kind = "illegal-state"`); it reaches the client as the class of that kind.
 """
@@ -62,6 +63,34 @@ class AuthError(RpcError):
     kind = "auth"
 
 
+class NotLeaderError(RpcError):
+    """A standby Nimbus refused a write (Storm's Nimbus.java assertIsLeader); `leader` is the
+    leader's "host:port" when one is known (also in the message, which is what travels)."""
+
+    kind = "not-leader"
+
+    def __init__(self, message: str, kind: str | None = None):
+        super().__init__(message, kind)
+        self.leader = leader_in_message(message)
+
+
+_LEADER_IS = "; the leader is "
+
+
+def not_leader_message(me: str, leader: str | None) -> str:
+    """`Nimbus 127.0.0.3:6627 is not the leader; the leader is 127.0.0.2:6627` (or that no leader is known)."""
+    if leader is None or leader == me:
+        return f"Nimbus {me} is not the leader; no leader is elected now (try again shortly)"
+    return f"Nimbus {me} is not the leader{_LEADER_IS}{leader}"
+
+
+def leader_in_message(message: str) -> str | None:
+    """The leader's "host:port" in a not_leader_message, or None."""
+    _, sep, leader = message.rpartition(_LEADER_IS)
+    host, colon, port = leader.rpartition(":")
+    return leader if sep and colon and host and port.isdigit() else None
+
+
 class InternalError(RpcError):
     """The handler failed unexpectedly (a server bug); the message holds the exception text."""
 
@@ -97,6 +126,7 @@ _KIND_TO_CLASS: dict[str, type[Exception]] = {
     "auth": AuthError,
     "internal": InternalError,
     "unavailable": UnavailableError,
+    "not-leader": NotLeaderError,
 }
 KINDS = tuple(_KIND_TO_CLASS)
 # Everything RpcClient.call raises for a failed call (the CLI catches these as one `error:` line).

@@ -44,12 +44,17 @@ def cluster_summary(info: Mapping[str, Any], user: str = "") -> dict:
 
 
 def nimbus_summary(info: Mapping[str, Any], host: str, port: int, logviewer_port: int | None) -> dict:
+    """Storm's /api/v1/nimbus/summary: every registered Nimbus ("Leader" / "Not a Leader"); the
+    one the UI talks to, as the leader, when Nimbus lists none (LocalCluster)."""
+    rows = info.get("nimbuses") or [{"host": host, "port": int(port), "status": "Leader", "is_leader": True,
+                                     "uptime_secs": info["nimbus_uptime_secs"],
+                                     "version": info.get("nimbus_version")}]
     return {"nimbuses": [{
-        "host": host, "port": int(port), "status": "Leader",
-        "nimbusUpTime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
-        "nimbusUpTimeSeconds": int(info["nimbus_uptime_secs"]),
-        "nimbusLogLink": f"http://{host}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
-        "version": fmt.storm_version(info.get("nimbus_version")), "isLeader": True}]}
+        "host": n["host"], "port": int(n["port"]), "status": n["status"],
+        "nimbusUpTime": fmt.pretty_uptime(n["uptime_secs"]),
+        "nimbusUpTimeSeconds": int(n["uptime_secs"]),
+        "nimbusLogLink": f"http://{n['host']}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
+        "version": fmt.storm_version(n.get("version")), "isLeader": bool(n["is_leader"])} for n in rows]}
 
 
 def _supervisor(s: Mapping[str, Any]) -> dict:

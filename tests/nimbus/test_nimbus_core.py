@@ -241,13 +241,18 @@ def test_a_restarted_nimbus_keeps_every_assignment_byte_for_byte(env):
     assert env.cluster.storm_base(ids[1]) is None and env.cluster.storm_base(ids[0]) is not None
 
 
-def test_a_topology_whose_code_is_gone_is_removed_on_restart(env):
+def test_a_topology_whose_code_is_gone_is_kept_as_it_runs_on_restart(env):
+    """Issue 21: a Nimbus lacking a topology's code (another Nimbus may have it) destroys nothing."""
     register_supervisor(env.cluster, "sup-1", "host-a")
     core = env.nimbus()
     storm_id = _submit(env, core)
+    raw = env.cluster.cluster_state.get_data(assignment_path(storm_id))
     core.store.remove(storm_id)
-    env.nimbus()
-    assert env.cluster.storm_base(storm_id) is None and env.cluster.assignment_info(storm_id) is None
+    core2 = env.nimbus()
+    core2.mk_assignments()
+    core2.cleanup()
+    assert env.cluster.storm_base(storm_id) is not None
+    assert env.cluster.cluster_state.get_data(assignment_path(storm_id)) == raw
 
 
 def test_an_upload_cut_off_midway_leaves_nothing_behind(env):
