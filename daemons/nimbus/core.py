@@ -555,12 +555,18 @@ class NimbusCore:
     def _topology(self, storm_id: str) -> _Topology:
         meta = self._meta.get(storm_id)
         if meta is None:
+            if not self.store.has(storm_id):
+                raise UnavailableError(f"the code of topology {storm_id} is not on this Nimbus yet (a new leader "
+                                       "copies it from the other Nimbus daemons); try again shortly")
             structure = self.store.read_structure(storm_id, max_bytes=int(self.conf["storm.package.max.bytes"]))
             meta = self._meta[storm_id] = _Topology(structure, self.store.read_conf(storm_id))
         return meta
 
     def _state(self, storm_id: str, base: StormBase) -> TopologyState:
-        timeout = float(self._topology(storm_id).conf["topology.message.timeout.secs"])
+        if storm_id in self._meta or self.store.has(storm_id):
+            timeout = float(self._topology(storm_id).conf["topology.message.timeout.secs"])
+        else:  # a new leader still copying its code: kill, activate, deactivate go on with Nimbus's default
+            timeout = float(self.conf["topology.message.timeout.secs"])
         return state_from_base(storm_id, base, timeout)
 
     def _undo_submit(self, storm_id: str) -> None:

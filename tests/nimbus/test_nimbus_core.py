@@ -253,6 +253,16 @@ def test_a_topology_whose_code_is_gone_is_kept_as_it_runs_on_restart(env):
     core2.cleanup()
     assert env.cluster.storm_base(storm_id) is not None
     assert env.cluster.cluster_state.get_data(assignment_path(storm_id)) == raw
+    # what needs the code says so; deactivate and kill go on without it (Nimbus's default wait)
+    from daemons.rpc.protocol import UnavailableError
+
+    with pytest.raises(UnavailableError, match=f"the code of topology {storm_id} is not on this Nimbus yet"):
+        core2.rebalance("topo", 0, num_workers=1)
+    core2.deactivate("topo")
+    assert env.cluster.storm_base(storm_id).status == "inactive"
+    core2.kill("topo", 0)
+    core2.fire_timers()
+    assert env.cluster.storm_base(storm_id) is None
 
 
 def test_an_upload_cut_off_midway_leaves_nothing_behind(env):
