@@ -34,7 +34,7 @@ from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
 from daemons.nimbus.leader import AlwaysLeader, LeaderLatch, Leadership
 from daemons.nimbus.seams import TopologyCodeStore
-from daemons.rpc.protocol import NotLeaderError, not_leader_message
+from daemons.rpc.protocol import NotLeaderError, UnavailableError, not_leader_message
 from daemons.rpc.server import RpcServer
 from executor.lifecycle import PeriodicThread, Service
 from executor.package import storm_py_version
@@ -85,8 +85,13 @@ class Nimbus(Service):
         return self._leading
 
     def require_leader(self) -> None:
-        """Raise NotLeaderError naming the leader unless this Nimbus leads (handlers' writes)."""
+        """Raise NotLeaderError naming the leader unless this Nimbus leads (handlers' writes);
+        without ZooKeeper (no Nimbus can lead then) say that instead."""
         if not self._leading:
+            state = self.core.cluster.connection_state
+            if state is not ConnectionState.CONNECTED:
+                raise UnavailableError(f"Nimbus {self.me} cannot reach ZooKeeper ({state.value}): nothing was done; "
+                                       "try again once ZooKeeper is back")
             raise NotLeaderError(not_leader_message(self.me, self._leader))
 
     def nimbus_rows(self) -> list[dict]:

@@ -182,7 +182,7 @@ def test_a_standby_nimbus_destroys_nothing_refuses_writes_and_takes_over(tmp_pat
         assert dev.conf["nimbus.seeds"] == ["127.0.0.1", STANDBY_HOST]
         listed = storm_py("list", conf_dir=both).stdout.splitlines()
         assert listed[:2] == [f"nimbus {leader_id} Leader", f"nimbus {standby_id} Not a Leader"]
-        assert listed[2].split() == ["NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME"]
+        assert listed[2].split()[:8] == ["NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME", "RESTARTS(5m)", "LAST"]
         assert listed[3].split()[:3] == ["first", storm_id, "ACTIVE"]
         storm_py("deactivate", "first", conf_dir=both)
         assert state.storm_base(storm_id).status == "inactive"
