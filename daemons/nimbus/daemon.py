@@ -209,14 +209,12 @@ class Nimbus(Service):
 
     def _monitor_round(self) -> None:
         core = self.core
-        if not self._leading:  # a standby writes nothing to ZooKeeper
+        # A standby writes nothing to ZooKeeper. Without ZooKeeper no Nimbus leads (the latch
+        # says so on the connection's first event), so no round blocks in retries holding the
+        # core's lock while clients wait to be told ZooKeeper is away.
+        if not self._leading:
             if self._serve_rpc:
                 core.store.expire_uploads(float(self.conf["nimbus.inbox.jar.expiration.secs"]))
-            return
-        if core.cluster.connection_state is not ConnectionState.CONNECTED:
-            # Nothing to decide without ZooKeeper, and a round blocked in its retries would hold
-            # the core's lock, so that clients could not even be told it is unreachable.
-            log.warning("monitor round skipped: ZooKeeper is %s", core.cluster.connection_state.value)
             return
         core.fire_timers()
         core.mk_assignments()
