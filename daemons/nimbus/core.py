@@ -412,9 +412,8 @@ class NimbusCore:
         timeout), worker restarts in the last minutes and the newest problem (daemons/nimbus/health.py)."""
         timeout = float(self.conf["nimbus.task.timeout.secs"])
         cache = self._beats.get(storm_id, {})
-        died = {(sid, d.port): d.time_secs for sid, info in sups.items() for d in info.worker_deaths
-                if d.storm_id == storm_id}
-        live = health.live_workers(enp, cache, died, now, timeout)
+        mine = [(sid, info, d) for sid, info in sups.items() for d in info.worker_deaths if d.storm_id == storm_id]
+        live = health.live_workers(enp, cache, {(sid, d.port): d.time_secs for sid, _i, d in mine}, now, timeout)
         restarts = sum(n for info in sups.values() for sid, n in info.recent_worker_deaths if sid == storm_id)
         meta = self._meta.get(storm_id)
         errors = {}
@@ -425,8 +424,7 @@ class NimbusCore:
                 e = None
             if e is not None:
                 errors[comp] = [(e.time_secs, e.error, e.host, e.port)]
-        deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname)
-                  for info in sups.values() for d in info.worker_deaths if d.storm_id == storm_id]
+        deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname) for _sid, info, d in mine]
         # a supervisor that cannot fetch the code starts no worker: its failure is the problem
         deaths += [(t, "", why, None, info.hostname)
                    for info in sups.values() for sid, t, why in info.code_failures if sid == storm_id]
