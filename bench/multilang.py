@@ -7,13 +7,14 @@ bench/scaling.py does (the pystorm count bolt writes the same probes). One JSON 
 then a summary with the multilang/native ratios (goal, issue 20: msgpack >= 0.4x native).
 
 usage: python3 bench/multilang.py [--seconds 15] [--warmup 5] [--workers 1|2 ...] [--repeat N]
-                                  [--only native|json|msgpack ...] [--dir D]
+                                  [--only native|json|msgpack ...] [--dir D] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -22,6 +23,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scaling as S  # noqa: E402
@@ -133,13 +136,53 @@ def run_one(dev, files, base: Path, kind: str, workers: int, rep: int, args, mea
         up = time.monotonic() - started
         where = S.placement(dev, name)
         time.sleep(args.warmup)  # warm-up: a fixed span by design
-        m = S.measure(dev, out, run_dir, args.seconds, False)
+        before = subprocess_cpu(dev)
+        m = S.measure(dev, out, run_dir, args.seconds, args.profile)
+        after = subprocess_cpu(dev)
         errors = S.last_errors(dev, name)
     finally:
         S.kill_and_wait(dev, name)
     line = S.result("acked", workers, rep, conf, mean, m, where, errors, up)
     line.update({"bench": "multilang", "components": kind})
+    line["cpu"] = cpu_budget(line, before, after)
     return line
+
+
+def subprocess_cpu(dev) -> tuple[float, dict[str, float]]:
+    """(now, CPU seconds so far per multilang component class) over the workers' child processes
+    (the class is the subprocess's last argument, as MULTILANG_TOPOLOGY starts them)."""
+    per: dict[str, float] = {}
+    for pid in dev.worker_pids().values():
+        try:
+            children = psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            continue
+        for child in children:
+            try:
+                t = child.cpu_times()
+                name = child.cmdline()[-1]
+            except (psutil.Error, IndexError):
+                continue
+            per[name] = per.get(name, 0.0) + t.user + t.system
+    return time.monotonic(), per
+
+
+def cpu_budget(line: dict, before, after) -> dict:
+    """Where each sentence's CPU goes: the workers' and each kind of subprocess's CPU seconds per
+    second and milliseconds per sentence, and the rate the machine's cores would allow if the
+    CPU were all that limited it (the bound the ratio goal meets on this machine)."""
+    (t0, c0), (t1, c1) = before, after
+    window = max(t1 - t0, 1e-9)
+    rate = max(line["sentences_per_s"], 1)
+    subs = {name: round((c1[name] - c0.get(name, 0.0)) / window, 2) for name in sorted(c1)}
+    workers = line["cpu_secs_per_sec_total"]
+    total = workers + sum(subs.values())
+    cores = os.cpu_count() or 1
+    return {"workers_cpu_per_s": workers, "subprocesses_cpu_per_s": subs,
+            "ms_per_sentence": {"workers": round(1000 * workers / rate, 3),
+                                "subprocesses": round(1000 * sum(subs.values()) / rate, 3)},
+            "cores_busy": round(total, 2), "cores": cores,
+            "cpu_bound_sentences_per_s": round(rate * cores / total) if total else None}
 
 
 def summary(lines: list[dict]) -> dict:
@@ -167,6 +210,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", choices=KINDS)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--dir")
+    ap.add_argument("--profile", action="store_true", help="py-spy each worker over the window (raw files in "
+                    "the run's dir with --dir; a summary in the JSON line)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, S._interrupt)
     base = Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="storm-py-multilang-"))
