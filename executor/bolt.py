@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from random import getrandbits
+from typing import Protocol, runtime_checkable
 
 from executor.acker import ACK, AckerLedger
 from executor.base import ExecutorBase
@@ -30,6 +31,17 @@ log = logging.getLogger(__name__)
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
 _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits after fan-out
+
+
+@runtime_checkable
+class PacedInput(Protocol):
+    """A bolt that takes input only as fast as something outside the executor does (a ShellBolt
+    and its subprocess): its executor asks before taking a batch instead of the bolt blocking
+    the executor's thread, which on a shared runner is every executor's of the worker."""
+
+    def input_room(self) -> int:
+        """How many more tuples it takes now (0: none until it says otherwise)."""
+        ...
 
 
 class OutputCollector:
@@ -213,6 +225,7 @@ class BoltExecutor(ExecutorBase):
         self.acked_in: dict[tuple[str, str], int] = {}
         self.failed_in: dict[tuple[str, str], int] = {}
         self._step_inputs: dict[tuple[str, str], int] = {}  # tuples per input in this step
+        self._paced: list = []  # input_room of its PacedInput bolts (set at prepare)
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
 
@@ -275,6 +288,8 @@ class BoltExecutor(ExecutorBase):
             self._cur_task = task
             log.info("Preparing bolt %s:%d", self.component_id, task)
             self.w.objs[task].prepare(self.conf, self.w.contexts[task], OutputCollector(self, task))
+        self._paced = [obj.input_room for task in self.task_ids
+                       if isinstance(obj := self.w.objs[task], PacedInput)]
 
     def _process(self, batch) -> None:
         self._where = "execute"
@@ -332,15 +347,15 @@ class BoltExecutor(ExecutorBase):
         if self._pending_emits and not self._try_flush_pending():
             # Back-pressured: still take system tuples (ticks), so that timeouts, flushes and
             # rotations keep happening while the data path is full.
-            process = self._process
-            for batch in self.queue.consume_system():
-                started = time.monotonic()
-                process(batch)
-                self._timed(time.monotonic() - started)
-                self._flush()
+            self._process_system()
             if not self._consume_when_blocked:
                 return BLOCKED
-        batches = self.queue.consume(_CONSUME_MAX)
+        most = _CONSUME_MAX
+        if self._paced:
+            most = min(most, *(room() for room in self._paced))
+            if most <= 0:  # its subprocess is behind: only system batches (its own replies among them)
+                return BUSY if self._process_system() else BLOCKED
+        batches = self.queue.consume(most)
         if not batches:
             return IDLE
         process = self._process
@@ -350,6 +365,17 @@ class BoltExecutor(ExecutorBase):
         self._timed(time.monotonic() - started)
         self._flush()
         return BUSY
+
+    def _process_system(self) -> bool:
+        """Process the system batches queued now (ticks, calls); whether there were any."""
+        process = self._process
+        batches = self.queue.consume_system()
+        for batch in batches:
+            started = time.monotonic()
+            process(batch)
+            self._timed(time.monotonic() - started)
+            self._flush()
+        return bool(batches)
 
     def _acks_every_input(self) -> bool:
         """BasicBolts ack whatever they do not fail (their acks are counted that way)."""

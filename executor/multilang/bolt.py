@@ -1,9 +1,11 @@
 """ShellBolt: a bolt whose execute runs in a subprocess speaking Storm's multilang protocol
 (Storm's ShellBolt.java).
 
-Threads: the executor's thread sends each input to a bounded queue (execute waits while
-`topology.shellbolt.max.pending` tuples are queued), a writer thread owns the subprocess's
-stdin, a reader thread reads its messages and hands each batch to the executor's thread
+Threads: the executor's thread queues each input for the writer and never waits for it: while
+`topology.shellbolt.max.pending` tuples are queued the bolt has no room (`input_room`, asked by
+the executor before each batch), so the executor takes only its system batches (the
+subprocess's replies among them) and its thread, shared with the worker's other executors,
+runs them meanwhile. A writer thread owns the subprocess's stdin, a reader thread reads its messages and hands each batch to the executor's thread
 (collector.call_soon), which alone emits, acks and fails; a monitor thread asks for a heartbeat
 every second and ends the bolt when nothing came back for `topology.subprocess.timeout.secs`.
 Any failure (an exit, a timeout, a broken message, an ack of an unknown id) is a ShellError
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import queue
 import random
 import threading
 import time
@@ -42,7 +43,10 @@ class ShellBolt(ShellComponent, Bolt):
         self._task = context.this_task_id
         self._inputs: dict[str, Any] = {}
         self._rand = random.Random()
-        self._writes: queue.Queue = queue.Queue(int(conf.get("topology.shellbolt.max.pending") or 100))
+        self._max_pending = int(conf.get("topology.shellbolt.max.pending") or 100)
+        self._writes: collections.deque = collections.deque()  # tuples for the writer (deque: thread-safe ends)
+        self._write_ready = threading.Event()  # set when there is something for the writer
+        self._full = False  # input_room said 0: the writer wakes the executor once it took some
         self._task_ids: collections.deque = collections.deque()  # replies to emits, written first
         self._running = True
         self._dead: ShellError | None = None
@@ -63,13 +67,18 @@ class ShellBolt(ShellComponent, Bolt):
         self._raise_if_dead()
         msg_id = str(self._rand.getrandbits(63))
         self._inputs[msg_id] = tup
-        msg = P.bolt_tuple(msg_id, tup.source_component, tup.source_stream, tup.source_task, tup.values)
-        while True:
-            try:
-                self._writes.put(msg, timeout=0.5)
-                return
-            except queue.Full:
-                self._raise_if_dead()  # a subprocess that stopped reading: its death ends the wait
+        self._writes.append(P.bolt_tuple(msg_id, tup.source_component, tup.source_stream, tup.source_task,
+                                         tup.values))
+        self._write_ready.set()
+
+    def input_room(self) -> int:
+        """PacedInput: tuples it takes before its subprocess catches up (a dying one takes
+        any, so that execute raises its error)."""
+        room = self._max_pending - len(self._writes)
+        if room > 0 or self._dying is not None:
+            return max(room, 1)
+        self._full = True
+        return 0
 
     def _handle(self, messages: list) -> None:
         self._raise_if_dead()
@@ -136,33 +145,28 @@ class ShellBolt(ShellComponent, Bolt):
             self._collector.call_soon(self._raise_if_dead)  # wakes an idle executor to die
 
     def _heartbeat_wake(self) -> None:
-        try:
-            self._writes.put_nowait(None)  # a no-op item: the writer looks at the task ids now
-        except queue.Full:
-            pass  # it is busy writing; it takes the task ids before its next tuple
+        self._write_ready.set()  # the writer looks at the task ids and the heartbeat now
 
     def _write_loop(self) -> None:
         """Writes what is queued, task ids first, each wake-up's messages in one write (one
         system call, where a write per tuple was the larger part of a tuple's cost)."""
-        writes = self._writes
+        writes, ready = self._writes, self._write_ready
         try:
             while self._running:
-                try:
-                    items = [writes.get(timeout=0.2)]
-                except queue.Empty:
-                    items = []
-                while items and len(items) < WRITE_BATCH:
-                    try:
-                        items.append(writes.get_nowait())
-                    except queue.Empty:
-                        break
+                if not writes:
+                    ready.wait(0.2)
+                ready.clear()  # before taking: what is queued after this wakes the next wait
                 out = []
                 while self._task_ids:
                     out.append(self._task_ids.popleft())
                 if self._heartbeat_due:
                     self._heartbeat_due = False
                     out.append(P.heartbeat(str(self._rand.getrandbits(63))))
-                out += [item for item in items if item is not None]
+                while writes and len(out) < WRITE_BATCH:
+                    out.append(writes.popleft())
+                if self._full:  # the executor holds input back: there is room again
+                    self._full = False
+                    self._collector.call_soon(_nothing)
                 if out:
                     self._proc.write_all(out)
         except StdinClosed as exc:
@@ -191,3 +195,7 @@ class ShellBolt(ShellComponent, Bolt):
             t.join(2)
         self._remove_pid_dir()
         self._inputs.clear()
+
+
+def _nothing() -> None:
+    """A call that only wakes the executor."""

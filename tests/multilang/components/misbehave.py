@@ -44,6 +44,11 @@ class Misbehave(Bolt):
         if mode == "anchor-after-ack":
             self.ack(tup)
             self.emit(["late"], anchors=[tup])
+        if mode == "hold":  # stop reading until the test writes `release` (bounded)
+            release = os.path.join(os.path.dirname(self.marker), "release")
+            deadline = time.monotonic() + 60
+            while not os.path.exists(release) and time.monotonic() < deadline:
+                time.sleep(0.05)
         if mode == "raise":
             raise ValueError("misbehave: raising on purpose")
 
