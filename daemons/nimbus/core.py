@@ -561,10 +561,10 @@ class NimbusCore:
         return meta
 
     def _state(self, storm_id: str, base: StormBase) -> TopologyState:
-        if storm_id in self._meta or self.store.has(storm_id):
+        try:
             timeout = float(self._topology(storm_id).conf["topology.message.timeout.secs"])
-        else:  # a new leader still copying its code: kill, activate, deactivate go on with Nimbus's default
-            timeout = float(self.conf["topology.message.timeout.secs"])
+        except UnavailableError:  # a new leader still copying its code: kill, activate, deactivate go on
+            timeout = float(self.conf["topology.message.timeout.secs"])  # with Nimbus's default
         return state_from_base(storm_id, base, timeout)
 
     def _undo_submit(self, storm_id: str) -> None:

@@ -17,6 +17,7 @@ from cluster_state.records import SupervisorInfo, WorkerDeath
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.transitions import IllegalTransitionError
+from daemons.rpc.protocol import UnavailableError
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.zk]
@@ -254,8 +255,6 @@ def test_a_topology_whose_code_is_gone_is_kept_as_it_runs_on_restart(env):
     assert env.cluster.storm_base(storm_id) is not None
     assert env.cluster.cluster_state.get_data(assignment_path(storm_id)) == raw
     # what needs the code says so; deactivate and kill go on without it (Nimbus's default wait)
-    from daemons.rpc.protocol import UnavailableError
-
     with pytest.raises(UnavailableError, match=f"the code of topology {storm_id} is not on this Nimbus yet"):
         core2.rebalance("topo", 0, num_workers=1)
     core2.deactivate("topo")
