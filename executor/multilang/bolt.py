@@ -4,8 +4,9 @@
 Threads: the executor's thread queues each input for the writer and never waits for it: while
 `topology.shellbolt.max.pending` tuples are queued the bolt has no room (`input_room`, asked by
 the executor before each batch), so the executor takes only its system batches (the
-subprocess's replies among them) and its thread, shared with the worker's other executors,
-runs them meanwhile. A writer thread owns the subprocess's stdin, a reader thread reads its messages and hands each batch to the executor's thread
+subprocess's replies among them) and its thread, shared with the worker's other executors, runs
+them meanwhile; the writer wakes it once it took some. A writer thread owns the subprocess's
+stdin, a reader thread reads its messages and hands each batch to the executor's thread
 (collector.call_soon), which alone emits, acks and fails; a monitor thread asks for a heartbeat
 every second and ends the bolt when nothing came back for `topology.subprocess.timeout.secs`.
 Any failure (an exit, a timeout, a broken message, an ack of an unknown id) is a ShellError
