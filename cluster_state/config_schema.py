@@ -183,6 +183,33 @@ def _unique(value: list) -> str | None:
     return None if len(set(value)) == len(value) else "must not list a port twice"
 
 
+# The state providers (executor/state/provider.py) and the settings of the redis one
+# (topology.state.provider.config): executor/state applies their defaults and checks a topology's
+# config against these same rules at submit.
+STATE_PROVIDERS = ("memory", "redis")
+STATE_PROVIDER_CONFIG_RULES: dict[str, Rule] = {
+    "host": _str(),
+    "port": PORT,
+    "db": _int(0),
+    "password": _str(nullable=True),
+    "key_prefix": _str(),
+    "timeout": Rule("number", minimum=0, exclusive_min=True, describe_as="a number of seconds > 0"),
+}
+
+
+def state_provider_config_problem(value: dict) -> str | None:
+    """None when every key of the mapping is known and acceptable; never shows a value (one of
+    them may be a password)."""
+    for key, item in value.items():
+        rule = STATE_PROVIDER_CONFIG_RULES.get(key)
+        if rule is None:
+            return f"has an unknown key {key!r} (known: {', '.join(STATE_PROVIDER_CONFIG_RULES)})"
+        bad = problem(rule, item)
+        if bad is not None:
+            return f"key {key!r} {bad}"
+    return None
+
+
 # ---------------------------------------------------------------- the schema
 
 SCHEMA: dict[str, Rule] = {
@@ -264,6 +291,12 @@ SCHEMA: dict[str, Rule] = {
     "topology.stats.sample.rate": Rule("number", minimum=0, maximum=1),
     "topology.max.error.report.per.interval": _int(1),
     "topology.error.throttle.interval.secs": _positive(),
+    # state and checkpoints
+    "topology.state.provider": Rule("str", choices=STATE_PROVIDERS),
+    "topology.state.provider.config": Rule("dict", check=state_provider_config_problem,
+                                           describe_as="a mapping of host, port, db, password, key_prefix, timeout"),
+    "topology.state.checkpoint.interval.ms": _int(1),
+    "topology.state.exactly.once": Rule("bool"),
     # Spark sink
     "spark.master": _str(),
     "sink.compaction.enabled": Rule("bool"),

@@ -16,6 +16,7 @@ sys.path.append(str(Path(__file__).parent))  # appended: tests/ must not shadow 
 _RUN_DIR = tempfile.mkdtemp(prefix="storm-py-tests-")
 os.environ["STORM_PY_WORD_COUNT_TABLE"] = os.path.join(_RUN_DIR, "word-count")
 
+from redis_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
 
