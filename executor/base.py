@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from executor.adapters import Adapter
 from executor.errors import ClearError, ComponentError, EmitError
 from executor.receive_queue import ReceiveQueue
 from executor.scheduling import DONE, INACTIVE
@@ -147,10 +148,10 @@ class ExecutorBase:
         subprocess (in a worker process the supervisor kills its process group; on LocalCluster
         the worker is threads of this process, and nothing else would stop it)."""
         for task in self.task_ids:
-            release = getattr(self.w.objs.get(task), "_release_on_death", None)
-            if release is not None:
+            obj = self.w.objs.get(task)
+            if isinstance(obj, Adapter):
                 try:
-                    release()
+                    obj.release_on_death()
                 except Exception:
                     log.exception("executor %s: releasing task %d after its death failed", self.name, task)
 

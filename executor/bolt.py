@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from random import getrandbits
-from typing import Protocol, runtime_checkable
 
 from executor.acker import ACK, AckerLedger
+from executor.adapters import Adapter
 from executor.base import ExecutorBase
 from executor.errors import EmitError, FailedException
 from executor.receive_queue import Calls
@@ -31,17 +31,6 @@ log = logging.getLogger(__name__)
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
 _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits after fan-out
-
-
-@runtime_checkable
-class PacedInput(Protocol):
-    """A bolt that takes input only as fast as something outside the executor does (a ShellBolt
-    and its subprocess): its executor asks before taking a batch instead of the bolt blocking
-    the executor's thread, which on a shared runner is every executor's of the worker."""
-
-    def input_room(self) -> int:
-        """How many more tuples it takes now (0: none until it says otherwise)."""
-        ...
 
 
 class OutputCollector:
@@ -173,8 +162,10 @@ class BasicOutputCollector:
         self._collector.report_error(exc)
 
 
-class BasicBoltAdapter:
+class BasicBoltAdapter(Adapter):
     """Runs a BasicBolt as a bolt: ack after execute returns, fail on FailedException."""
+
+    acks_every_input = True
 
     def __init__(self, user):
         self.user = user
@@ -225,7 +216,12 @@ class BoltExecutor(ExecutorBase):
         self.acked_in: dict[tuple[str, str], int] = {}
         self.failed_in: dict[tuple[str, str], int] = {}
         self._step_inputs: dict[tuple[str, str], int] = {}  # tuples per input in this step
-        self._paced: list = []  # input_room of its PacedInput bolts (set at prepare)
+        # Set at prepare from its components' adapters (executor/adapters.py): input_room of the
+        # paced ones (a ShellBolt: its executor asks before taking a batch instead of the bolt
+        # blocking the thread, which on a shared runner is every executor's of the worker), and
+        # the batch loop of a lone task's adapter.
+        self._paced: list = []
+        self._execute_batch = None
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
 
@@ -288,8 +284,10 @@ class BoltExecutor(ExecutorBase):
             self._cur_task = task
             log.info("Preparing bolt %s:%d", self.component_id, task)
             self.w.objs[task].prepare(self.conf, self.w.contexts[task], OutputCollector(self, task))
-        self._paced = [obj.input_room for task in self.task_ids
-                       if isinstance(obj := self.w.objs[task], PacedInput)]
+        adapters = [obj for task in self.task_ids if isinstance(obj := self.w.objs[task], Adapter)]
+        self._paced = [a.input_room for a in adapters if a.paced]
+        if len(self.task_ids) == 1 and adapters:
+            self._execute_batch = adapters[0].execute_batch
 
     def _process(self, batch) -> None:
         self._where = "execute"
@@ -299,14 +297,12 @@ class BoltExecutor(ExecutorBase):
                 fn()
             return
         objs = self.w.objs
-        if len(self.task_ids) == 1:
-            obj = objs[self.task_ids[0]]
-            if type(obj) is BasicBoltAdapter:
-                obj.execute_batch(batch)
-            else:
-                execute = obj.execute
-                for _task, tup in batch:
-                    execute(tup)
+        if self._execute_batch is not None:
+            self._execute_batch(batch)
+        elif len(self.task_ids) == 1:
+            execute = objs[self.task_ids[0]].execute
+            for _task, tup in batch:
+                execute(tup)
         else:
             for task, tup in batch:
                 self._cur_task = task
@@ -379,7 +375,7 @@ class BoltExecutor(ExecutorBase):
 
     def _acks_every_input(self) -> bool:
         """BasicBolts ack whatever they do not fail (their acks are counted that way)."""
-        return all(type(self.w.objs.get(t)) is BasicBoltAdapter for t in self.task_ids)
+        return all(getattr(self.w.objs.get(t), "acks_every_input", False) for t in self.task_ids)
 
     def counters(self) -> dict[str, float]:
         out = super().counters()

@@ -39,6 +39,8 @@ class ShellBolt(ShellComponent, Bolt):
     outputs=["word"])`; `outputs` is a list of fields (the default stream) or a dict of stream ->
     fields (or {"fields": [...], "direct": True}); or subclass and declare_output_fields."""
 
+    paced = True  # its executor asks input_room before each batch
+
     def prepare(self, conf, context, collector) -> None:
         self._collector = collector
         self._task = context.this_task_id
@@ -73,7 +75,7 @@ class ShellBolt(ShellComponent, Bolt):
         self._write_ready.set()
 
     def input_room(self) -> int:
-        """PacedInput: tuples it takes before its subprocess catches up (a dying one takes
+        """Adapter.input_room (it is paced): tuples it takes before its subprocess catches up (a dying one takes
         any, so that execute raises its error)."""
         room = self._max_pending - len(self._writes)
         if room > 0 or self._dying is not None:

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from typing import Any, Mapping, Sequence
 
+from executor.adapters import Adapter
 from executor.components import OutputFieldsDeclarer
 from executor.errors import InvalidTopologyError
 from executor.multilang import protocol as P
@@ -42,8 +43,9 @@ def _outputs(component: str, outputs: Any) -> dict[str, tuple[list[str], bool]]:
     return out
 
 
-class ShellComponent:
-    """The shell part of ShellBolt/ShellSpout (mixed in before Bolt/Spout)."""
+class ShellComponent(Adapter):
+    """The shell part of ShellBolt/ShellSpout (mixed in before Bolt/Spout); an Adapter
+    (executor/adapters.py) for its release after a death and, in ShellBolt, its pacing."""
 
     def __init__(self, command: str | Sequence[str], script: str | None = None, outputs: Any = None,
                  env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
@@ -106,7 +108,7 @@ class ShellComponent:
             return False
         return True
 
-    def _release_on_death(self) -> None:
+    def release_on_death(self) -> None:
         """The executor died (this component or another of it): kill the subprocess at once
         (executor/base.py calls this instead of cleanup/close)."""
         self._running = False

@@ -1,6 +1,6 @@
 """A ShellBolt whose subprocess falls behind holds back its own input, not its worker: the
 executors sharing its worker's thread keep running, and no watchdog has to take the thread
-away from it (executor/bolt.py PacedInput; before it, `execute` waited on a full write queue
+away from it (a paced Adapter, executor/adapters.py; before it, `execute` waited on a full write queue
 with the whole worker's executors behind it)."""
 
 from __future__ import annotations
