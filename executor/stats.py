@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping
 
 from executor.stats_windows import ALL_TIME
+from executor.tuple import is_system_id
 
 # ---------------------------------------------------------------- per-window figures (Storm's)
 # A window's counters (executor/stats_windows.py) as Storm's UI figures, for one executor or
@@ -69,8 +70,7 @@ def capacity(counters: Mapping[str, float], window_secs: float) -> float:
 def is_system_stream(key: str) -> bool:
     """Streams Storm hides unless sys=1: "__ack_init", "__tick", ... (a bolt's input key is
     component:stream)."""
-    stream = key.rpartition(":")[2]
-    return stream.startswith("__")
+    return is_system_id(key.rpartition(":")[2])
 
 
 # ---------------------------------------------------------------- records -> Storm's figures

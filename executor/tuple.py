@@ -8,6 +8,14 @@ SYSTEM_COMPONENT = "__system"
 SYSTEM_TASK_ID = -1
 TICK_STREAM = "__tick"
 DEFAULT_STREAM = "default"
+# Prefixes of what the UI and stats hide unless asked (sys=1): Storm's "__" (the acker, ticks) and
+# "$" (the checkpoint spout and stream, executor/checkpoint/).
+SYSTEM_PREFIXES = ("__", "$")
+
+
+def is_system_id(name: str) -> bool:
+    """Whether a component or stream id is a system one."""
+    return name.startswith(SYSTEM_PREFIXES)
 
 
 class Fields:

@@ -20,6 +20,7 @@ from executor import stats as st
 from executor.layout import ACKER_COMPONENT
 from executor.stats_record import ExecutorStats, decode_records
 from executor.stats_windows import ALL_TIME, WINDOW_NAMES, window_pretty
+from executor.tuple import is_system_id
 
 _NO_RESOURCES = {"requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0, "requestedTotalMem": 0.0,
                  "requestedCpu": 0.0, "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
@@ -141,7 +142,7 @@ class _Topo:
         return next((c for c in self.details["components"] if c["id"] == comp), None)
 
     def shown(self, include_sys: bool) -> list[Mapping[str, Any]]:
-        return [c for c in self.details["components"] if include_sys or not c["id"].startswith("__")]
+        return [c for c in self.details["components"] if include_sys or not is_system_id(c["id"])]
 
 
 def _worker_link(details: Mapping[str, Any], e: Mapping[str, Any]) -> str:
