@@ -1,5 +1,6 @@
 """The topology-author API (docs/topology-guide.md, "The API: `executor.api`"). These names are fixed."""
 
+from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
 from executor.components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout
 from executor.context import TopologyContext
 from executor.errors import (
@@ -11,6 +12,7 @@ from executor.errors import (
 )
 from executor.multilang.bolt import ShellBolt
 from executor.multilang.spout import ShellSpout
+from executor.state import KeyValueState
 from executor.topology import BoltDeclarer, SpoutDeclarer, StormTopology, TopologyBuilder
 from executor.tuple import Fields, Tuple
 
@@ -18,4 +20,5 @@ __all__ = [
     "Spout", "Bolt", "BasicBolt", "TopologyBuilder", "Fields", "FailedException", "InvalidTopologyError",
     "AlreadyAliveError", "NotAliveError", "EmitError", "Tuple", "TopologyContext", "OutputFieldsDeclarer",
     "StormTopology", "SpoutDeclarer", "BoltDeclarer", "ShellBolt", "ShellSpout",
+    "BaseStatefulBolt", "BaseStatefulSpout", "KeyValueState",
 ]

@@ -43,6 +43,9 @@ class RotatingMap:
                 return v
         return default
 
+    def items(self) -> list[tuple[Any, Any]]:
+        return [kv for b in self._buckets for kv in b.items()]
+
     def size(self) -> int:
         return sum(len(b) for b in self._buckets)
 

@@ -29,8 +29,9 @@ ACKER_ACK = 2    # (ACKER_ACK, root, edge ^ ack_val)                bolt -> acke
 ACKER_FAIL = 3   # (ACKER_FAIL, root)                               bolt -> acker
 SPOUT_ACK = 4    # (SPOUT_ACK, root)                                acker -> spout
 SPOUT_FAIL = 5   # (SPOUT_FAIL, root)                               acker -> spout
+CHECKPOINT_FAILED = 6  # (CHECKPOINT_FAILED, spout_task)  stateful spout -> checkpoint spout (exactly-once)
 
-_CONTROL_LEN = {ACKER_INIT: 4, ACKER_ACK: 3, ACKER_FAIL: 2, SPOUT_ACK: 2, SPOUT_FAIL: 2}
+_CONTROL_LEN = {ACKER_INIT: 4, ACKER_ACK: 3, ACKER_FAIL: 2, SPOUT_ACK: 2, SPOUT_FAIL: 2, CHECKPOINT_FAILED: 2}
 
 Resolver = Callable[[int, str], "tuple[str, Fields]"]
 
@@ -204,4 +205,4 @@ def batch_bytes(batch: list) -> int:
 
 
 __all__ = ["pack_batch", "decode_batch", "unpack_batch", "TupleColumn", "check_values", "measure_values", "batch_bytes", "DecodeError", "ACKER_INIT",
-           "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL"]
+           "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL", "CHECKPOINT_FAILED"]

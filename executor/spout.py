@@ -8,9 +8,18 @@ import time
 from random import getrandbits
 
 from executor.base import ExecutorBase
+from executor.checkpoint.protocol import CHECKPOINT_STREAM
+from executor.checkpoint.spout_side import SpoutBarriers, StatefulSpoutAdapter
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
-from executor.serialization import ACKER_INIT, LARGE_VALUE, SCALAR_TYPES, SPOUT_ACK, SPOUT_FAIL
+from executor.serialization import (
+    ACKER_INIT,
+    CHECKPOINT_FAILED,
+    LARGE_VALUE,
+    SCALAR_TYPES,
+    SPOUT_ACK,
+    SPOUT_FAIL,
+)
 from executor.stats import (
     ACKED,
     COMPLETE_MS,
@@ -67,6 +76,12 @@ class SpoutOutputCollector:
     def get_pending_count(self) -> int:
         return self._ex.pending.size()
 
+    def emit_to_tasks(self, tasks, values, stream: str, msg_id) -> list[int]:
+        """One tuple tree to the given tasks, whatever subscribes to `stream`: the checkpoint
+        spout's way to the stateful spouts in exactly-once mode (executor/checkpoint/)."""
+        out = self._routes[stream]
+        return self._ex.send_spout_msg(self._task, out, values, list(tasks), msg_id)
+
 
 class SpoutExecutor(ExecutorBase):
     kind = "spout"
@@ -98,6 +113,9 @@ class SpoutExecutor(ExecutorBase):
         self._local_acker = local[self.task_ids[0] % len(local)] if local else None
         self._root_bits = 64 - max(1, self._n_ackers).bit_length()  # root < 2**64
         self._debug = bool(conf.get("topology.debug"))
+        # Exactly-once checkpoints: stateful spout tasks take checkpoint tuples (executor/checkpoint/).
+        self._barriers = SpoutBarriers(self) if any(
+            isinstance(o, StatefulSpoutAdapter) for o in self._objs) else None
 
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
@@ -176,23 +194,33 @@ class SpoutExecutor(ExecutorBase):
 
     def _expire(self, root, info):
         self._fail_msg(info[0], info[1], info[2], timeout=True)
+        if self._barriers is not None:
+            self._barriers.failed(info[0], root)
 
     def _process(self, batches) -> int:
         n = 0
         pending = self.pending
         for batch in batches:
             n += len(batch)
-            for _task, p in batch:
+            for task, p in batch:
                 if type(p) is tuple:
                     info = pending.remove(p[1])
                     if info is None:
-                        continue  # already timed out (and failed) or unknown
+                        if p[0] == CHECKPOINT_FAILED:  # to the checkpoint spout: roll back
+                            self.w.objs[task].request_rollback(p[1])
+                        continue  # else already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
                         self._ack_msg(info[0], info[1], info[4], info[2])
+                        if self._barriers is not None:
+                            self._barriers.acked(p[1])
                     elif p[0] == SPOUT_FAIL:
                         self._fail_msg(info[0], info[1], info[2])
+                        if self._barriers is not None:
+                            self._barriers.failed(info[0], p[1])
                 elif p.is_tick():
                     pending.rotate()  # system tick every message timeout: expires after T..2T
+                elif self._barriers is not None and p.source_stream == CHECKPOINT_STREAM:
+                    self._barriers.on_barrier(task, p)
         return n
 
     # ---- lifecycle ----

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM
+from executor.checkpoint.spout import CheckpointSpout
+from executor.checkpoint.wiring import CHECKPOINT_STREAM_SPEC, checkpoint_inputs
 from executor.components import OutputFieldsDeclarer
 from executor.errors import InvalidTopologyError
 from executor.structure import (
@@ -83,6 +87,7 @@ class _BuildSpec:
     num_tasks: int | None = None
     conf: dict[str, Any] = field(default_factory=dict)
     inputs: list[tuple[Subscription, Any]] = field(default_factory=list)  # (subscription, custom obj)
+    checkpoint_stream: bool = False  # declares `$checkpoint` (every bolt of a topology with checkpoints)
 
 
 class _Declarer:
@@ -171,16 +176,23 @@ class TopologyBuilder:
         """Validate everything and return the topology; raises InvalidTopologyError."""
         if self._problems:
             raise InvalidTopologyError(self._problems[0])
+        specs = _with_checkpoints(self._specs)
         components: dict[str, ComponentStructure] = {}
-        for spec in self._specs.values():
+        for spec in specs.values():
             _check_instance(spec)
+            streams = _declared_streams(spec)
+            if spec.checkpoint_stream:
+                if CHECKPOINT_STREAM in streams:
+                    raise InvalidTopologyError(f"{spec.kind} {spec.id!r} declares stream {CHECKPOINT_STREAM!r}, which is "
+                                               f"reserved for checkpoints in a topology with stateful bolts")
+                streams[CHECKPOINT_STREAM] = CHECKPOINT_STREAM_SPEC
             comp = components[spec.id] = ComponentStructure(
                 id=spec.id, kind=spec.kind, parallelism=spec.parallelism, num_tasks=spec.num_tasks,
                 conf=_component_conf(spec), inputs=tuple(sub for sub, _custom in spec.inputs),
-                streams=_declared_streams(spec))
+                streams=streams)
             check_component(comp)
         customs: dict[tuple[str, int], Any] = {}
-        for spec in self._specs.values():
+        for spec in specs.values():
             for i, (sub, custom) in enumerate(spec.inputs):
                 check_subscription(components[spec.id], sub, components)
                 if sub.grouping.kind == "custom":
@@ -194,7 +206,35 @@ class TopologyBuilder:
             log.warning("topology has a cycle: %s. Tuples can go round it, but with every queue on it "
                         "full it deadlocks unless topology.max.spout.pending bounds the tuples in flight",
                         cycle)
-        return StormTopology(structure, {cid: spec.obj for cid, spec in self._specs.items()}, customs)
+        return StormTopology(structure, {cid: spec.obj for cid, spec in specs.items()}, customs)
+
+
+def _with_checkpoints(specs: Mapping[str, _BuildSpec]) -> dict[str, _BuildSpec]:
+    """The components to build: as given, or, when a bolt or spout is stateful, with Storm's
+    checkpoint wiring added (the `$checkpointspout`, every bolt declaring and reading
+    `$checkpoint`, stateful spouts passing it on). Copies: the builder's own specs stay as the
+    user declared them."""
+    stateful = {cid for cid, spec in specs.items() if spec.kind == "bolt" and isinstance(spec.obj, BaseStatefulBolt)}
+    stateful_spouts = {cid for cid, spec in specs.items()
+                       if spec.kind == "spout" and isinstance(spec.obj, BaseStatefulSpout)}
+    if not stateful and not stateful_spouts:
+        return dict(specs)
+    if CHECKPOINT_COMPONENT in specs:
+        raise InvalidTopologyError(f"component id {CHECKPOINT_COMPONENT!r} is reserved for the checkpoint spout "
+                                   f"of a topology with stateful components")
+    plain_spouts = [cid for cid, spec in specs.items() if spec.kind == "spout" and cid not in stateful_spouts]
+    out: dict[str, _BuildSpec] = {}
+    for cid, spec in specs.items():
+        if spec.kind == "bolt":
+            extra = [(sub, None) for sub in checkpoint_inputs((s for s, _c in spec.inputs), plain_spouts)]
+            conf = {**spec.conf, "topology.bolts.stateful": True} if cid in stateful else dict(spec.conf)
+            spec = replace(spec, inputs=[*spec.inputs, *extra], conf=conf, checkpoint_stream=True)
+        elif cid in stateful_spouts:
+            spec = replace(spec, conf={**spec.conf, "topology.spouts.stateful": True}, checkpoint_stream=True)
+        out[cid] = spec
+    out[CHECKPOINT_COMPONENT] = _BuildSpec(id=CHECKPOINT_COMPONENT, kind="spout", obj=CheckpointSpout(),
+                                           parallelism=1)
+    return out
 
 
 def _check_instance(spec: _BuildSpec) -> None:

@@ -17,9 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping
 
+from executor.adapters import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
-from executor.bolt import AckerExecutor, BasicBoltAdapter, BoltExecutor
-from executor.components import BasicBolt
+from executor.bolt import AckerExecutor, BoltExecutor
+from executor.checkpoint.wiring import is_checkpointed
 from executor.context import TopologyContext
 from executor.errors import ComponentError
 from executor.layout import TopologyLayout
@@ -102,6 +103,7 @@ class Worker:
         self._started = False
         self._stopped = False
         self._lifecycle_lock = threading.RLock()
+        self._checkpointed = is_checkpointed(topology.structure)
         self.routing: Routing = plan_routing(spec.layout, spec.executors, spec.task_address, spec.address)
         self.local_tasks = set(self.routing.local_tasks)
         self._task_queue: dict[int, ReceiveQueue] = {}
@@ -180,7 +182,7 @@ class Worker:
                 objs[t] = None
                 routes[t] = {}
                 continue
-            objs[t] = self._copy_component(comp)
+            objs[t] = self._copy_component(comp, p.kind)
             routes[t] = build_routes(self.topology, self.layout, comp, t, self.local_tasks, contexts[t],
                                      copy.deepcopy)
         wiring = ExecutorWiring(
@@ -195,9 +197,9 @@ class Worker:
             return AckerExecutor(wiring)
         return SpoutExecutor(wiring) if p.kind == "spout" else BoltExecutor(wiring)
 
-    def _copy_component(self, comp: str):
+    def _copy_component(self, comp: str, kind: str):
         obj = copy_for_task(self.topology.objs[comp], comp)
-        return BasicBoltAdapter(obj) if isinstance(obj, BasicBolt) else obj
+        return adapt_bolt(obj, self._checkpointed) if kind == "bolt" else adapt_spout(obj)
 
     # ---- routing changes ----
     def update_routing(self, task_address: Mapping[int, Hashable]) -> bool:

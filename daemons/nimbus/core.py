@@ -65,6 +65,7 @@ from executor.package import (
     without_secrets,
 )
 from executor.structure import TopologyStructure, validate_structure, validate_topology_name
+from executor.submit_rules import check_topology
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,7 @@ class NimbusCore:
             now = self.clock()
             storm_id = f"{name}-{next(self._counter)}-{int(now)}"
             conf = self._topology_conf(name, storm_id, submitted_conf, overrides or {})
+            check_topology(structure, conf)
             num_workers = int(conf["topology.workers"])
             layout = compute_layout(structure, conf, num_workers)
             self.store.install(storm_id, code, conf)

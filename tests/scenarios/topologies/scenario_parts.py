@@ -14,7 +14,7 @@ import json
 import os
 import time
 
-from executor.api import BasicBolt, Bolt, Spout
+from executor.api import BaseStatefulBolt, BasicBolt, Bolt, Spout
 
 RESULTS_KEY = "scenario.results.dir"
 
@@ -240,3 +240,95 @@ class GateBolt(_RecordingBolt):
         while not self.rec.released(self.component) and time.monotonic() < deadline:
             time.sleep(0.01)  # the gate: polled until the test's control file opens it
         self.collector.ack(tup)
+
+
+class Paced:
+    """At most `numbers.rate` emits a second (topology config; unset: as fast as allowed), so
+    that a fault can land while numbers flow."""
+
+    def pace(self, conf):
+        self.rate = conf.get("numbers.rate")
+        self.started = time.monotonic()
+        self.emits = 0
+
+    def may_emit(self) -> bool:
+        if self.rate and self.emits >= (time.monotonic() - self.started) * self.rate:
+            return False
+        self.emits += 1
+        return True
+
+
+class NumberSpout(Spout, Paced):
+    """Emits 1..n (`numbers.n` in the topology config, else n) once each with the number as
+    message id, replaying failed ones; records acks and fails."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["n"])
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+        self.n = int(conf.get("numbers.n", self.n))
+        self.pace(conf)
+        self.next = 1
+        self.replay = []
+
+    def next_tuple(self):
+        if not self.may_emit():
+            return
+        if self.replay:
+            n = self.replay.pop(0)
+        elif self.next <= self.n:
+            n, self.next = self.next, self.next + 1
+        else:
+            return
+        self.collector.emit([n], msg_id=n)
+
+    def ack(self, msg_id):
+        self.rec.record("ack", id=msg_id)
+
+    def fail(self, msg_id):
+        self.rec.record("fail", id=msg_id)
+        self.replay.append(msg_id)
+
+
+RELAY_FIELDS = ["n"]
+
+
+class Relay(BasicBolt):
+    """Passes every tuple on (anchored, as a BasicBolt does)."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(RELAY_FIELDS)
+
+    def execute(self, tup, collector):
+        collector.emit(list(tup.values))
+
+
+class SumBolt(BaseStatefulBolt):
+    """Sums the numbers it gets in its state; records what each PREPARE captured ("prepared":
+    txid, sum, count) and each COMMIT ("committed": txid)."""
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+
+    def init_state(self, state):
+        self.state = state
+        self.rec.record("init", sum=state.get("sum", 0), count=state.get("count", 0))
+
+    def execute(self, tup):
+        n = tup.values[0]
+        self.state.put("sum", self.state.get("sum", 0) + n)
+        self.state.put("count", self.state.get("count", 0) + 1)
+        self.state.put(f"seen-{n}", True)
+        self.collector.ack(tup)
+
+    def pre_prepare(self, txid):
+        self.rec.record("prepared", txid=txid, sum=self.state.get("sum", 0), count=self.state.get("count", 0))
+
+    def pre_commit(self, txid):
+        self.rec.record("committed", txid=txid)

@@ -1,0 +1,37 @@
+"""The stateful components of the topology-author API (design: Storm 2.x's IStatefulBolt,
+IStatefulComponent): exported from executor.api."""
+
+from __future__ import annotations
+
+from executor.components import Bolt, Spout
+
+
+class BaseStatefulBolt(Bolt):
+    """A bolt with state that survives failures (Storm's BaseStatefulBolt): `init_state(state)`
+    is called with its last committed `KeyValueState` before any `execute`. Its acks are held
+    until the checkpoint that includes their updates commits; its emits must be anchored."""
+
+    def init_state(self, state) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.init_state")
+
+    # Storm's hooks, called before the state acts on a transaction step
+    def pre_prepare(self, txid: int) -> None:
+        pass
+
+    def pre_commit(self, txid: int) -> None:
+        pass
+
+    def pre_rollback(self) -> None:
+        pass
+
+
+class BaseStatefulSpout(Spout):
+    """A spout whose read position is its state, for `topology.state.exactly.once: true`:
+    `init_state(state)` is called with its last committed `KeyValueState` before the first
+    `next_tuple`, and again after every rollback, when it must continue from what the state
+    says (rewind). Keep the position in the state (`state.put`) as tuples are emitted; it is
+    committed with the checkpoint that holds their effects. `fail` is not called in this mode:
+    a failure rolls the whole topology back instead."""
+
+    def init_state(self, state) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.init_state")

@@ -1,0 +1,169 @@
+"""What every bolt of a topology with checkpoints does with the `$checkpoint` stream (Storm's
+BaseStatefulBoltExecutor.java and CheckpointTupleForwarder.java): wait until every upstream
+task has sent its checkpoint tuple for a transaction, act on it (a stateful bolt: its state;
+any other bolt: nothing), pass it on anchored and ack it. Data tuples go to the wrapped bolt."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+from executor.adapters import Adapter
+from executor.checkpoint.protocol import CHECKPOINT_STREAM, ROLLBACK, Barrier, checkpoint_input_tasks
+from executor.serialization import TupleColumn
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointHandler(Adapter):
+    """Splits a batch into data runs (to the wrapped bolt) and checkpoint tuples (to
+    handle_checkpoint once per transaction), in arrival order."""
+
+    def __init__(self, inner):
+        self.user = inner
+        self._inner = inner
+        self.paced = bool(getattr(inner, "paced", False))
+        self.acks_every_input = bool(getattr(inner, "acks_every_input", False))
+        self._inner_batch = inner.execute_batch if isinstance(inner, Adapter) else None
+        self._collector = None
+        self._context = None
+        self._barrier = Barrier(1)
+        self._last_txid: int | None = None
+        self.exactly_once = False
+        self._blocked: set[int] = set()       # input tasks whose checkpoint tuple came (aligning)
+        self._aligning_on: tuple[str, int] | None = None
+        self._held: list = []                 # what those tasks sent since, in order
+
+    # ---- what the wrapped bolt needs from the executor ----
+    def input_room(self) -> int:
+        return self._inner.input_room()
+
+    def release_on_death(self) -> None:
+        if isinstance(self._inner, Adapter):
+            self._inner.release_on_death()
+
+    # ---- lifecycle ----
+    def prepare(self, conf, context, collector) -> None:
+        self._collector = collector
+        self._context = context
+        self._barrier = Barrier(checkpoint_input_tasks(context))
+        self.exactly_once = bool(conf.get("topology.state.exactly.once"))
+        self.prepare_inner(conf, context, collector)
+
+    def prepare_inner(self, conf, context, collector) -> None:
+        self._inner.prepare(conf, context, collector)
+
+    def cleanup(self) -> None:
+        self._inner.cleanup()
+
+    # ---- input ----
+    def execute(self, tup) -> None:
+        self.execute_batch(((None, tup),))
+
+    def execute_batch(self, batch) -> None:
+        if self._blocked:
+            self._aligning(list(batch))
+            return
+        if type(batch) is TupleColumn:
+            if batch.stream != CHECKPOINT_STREAM:
+                self.handle_data(batch)
+                return
+            batch = list(batch)
+        cp = CHECKPOINT_STREAM
+        marks = [i for i, (_task, tup) in enumerate(batch) if tup.source_stream == cp]
+        if not marks:
+            self.handle_data(batch)
+            return
+        start = 0
+        for i in marks:
+            if i > start:
+                self.handle_data(batch[start:i])
+            self._on_checkpoint(batch[i][1])
+            start = i + 1
+            if self._blocked:  # exactly-once: the rest waits for the barrier's other copies
+                self._aligning(batch[start:])
+                return
+        if start < len(batch):
+            self.handle_data(batch[start:])
+
+    def _aligning(self, entries) -> None:
+        """Exactly-once barrier alignment (Flink's, on the checkpoint stream): what comes from a
+        task whose checkpoint tuple already arrived waits until every input's has, so that the
+        state acted on holds exactly the tuples sent before the checkpoint."""
+        queue = deque(entries)
+        while queue:
+            entry = queue.popleft()
+            tup = entry[1]
+            if self._blocked and tup.source_task in self._blocked:
+                self._held.append(entry)
+                continue
+            if tup.source_stream == CHECKPOINT_STREAM:
+                if self._blocked and (tup.values[1], tup.values[0]) != self._aligning_on:
+                    # Another transaction from an input that never sent this one's (a failed one
+                    # being rolled back): give up aligning; what waited goes first.
+                    queue.appendleft(entry)
+                    self._release(queue)
+                    continue
+                self._on_checkpoint(tup)
+                if not self._blocked:
+                    self._release(queue)
+            else:
+                self.handle_data((entry,))
+
+    def _release(self, queue: deque) -> None:
+        held, self._held = self._held, []
+        self._blocked = set()
+        queue.extendleft(reversed(held))
+
+    def handle_data(self, batch) -> None:
+        if self._inner_batch is not None:
+            self._inner_batch(batch)
+        else:
+            execute = self._inner.execute
+            for _task, tup in batch:
+                execute(tup)
+
+    def _on_checkpoint(self, tup) -> None:
+        collector = self._collector
+        txid, action = tup.values
+        if not self._barrier.arrive(action, txid):
+            if self.exactly_once:
+                self._blocked.add(tup.source_task)
+                self._aligning_on = (action, txid)
+            collector.ack(tup)
+            return
+        self._blocked = set()
+        if self._last_txid is not None and txid < self._last_txid:
+            collector.ack(tup)  # an older transaction's straggler: nothing to do
+            return
+        try:
+            done = self.handle_checkpoint(tup, action, txid)
+        except Exception as exc:
+            log.error("bolt %s: checkpoint %s of txid %d failed: %s", self._name(), action, txid, exc)
+            collector.fail(tup)
+            collector.report_error(exc)
+            return
+        if not done:
+            collector.fail(tup)
+            return
+        if action == ROLLBACK:
+            self._last_txid = txid - 1
+            self._barrier.clear()
+        else:
+            self._last_txid = txid
+            self._barrier.forget_before(txid)
+        collector.emit([txid, action], anchors=tup, stream=CHECKPOINT_STREAM)
+        collector.ack(tup)
+
+    def handle_checkpoint(self, tup, action: str, txid: int) -> bool:
+        """Act on a transaction step; False: not possible now (the checkpoint tuple is failed,
+        which makes the checkpoint spout recover)."""
+        return True
+
+    def _name(self) -> str:
+        ctx = self._context
+        return f"{ctx.this_component_id}:{ctx.this_task_id}" if ctx is not None else "?"
+
+
+class CheckpointForwarder(CheckpointHandler):
+    """A bolt without state in a topology with checkpoints: it only passes them on."""

@@ -1,0 +1,106 @@
+"""The checkpoint protocol as pure data and step functions (Storm's CheckPointState.java and
+BaseStatefulBoltExecutor.java): what the checkpoint spout does next, and when a bolt has heard
+a checkpoint tuple from every task that sends it one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+CHECKPOINT_COMPONENT = "$checkpointspout"
+CHECKPOINT_STREAM = "$checkpoint"
+CHECKPOINT_FIELDS = ("txid", "action")
+
+PREPARE = "PREPARE"
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
+INITSTATE = "INITSTATE"
+ACTIONS = (PREPARE, COMMIT, ROLLBACK, INITSTATE)
+
+# The checkpoint spout's own record of the transaction in progress.
+COMMITTED = "COMMITTED"
+PREPARING = "PREPARING"
+COMMITTING = "COMMITTING"
+
+
+@dataclass(frozen=True)
+class TxState:
+    txid: int
+    state: str
+
+    def next_state(self, recovering: bool) -> "TxState":
+        """The state once the current action's tuple tree is acked."""
+        if self.state == PREPARING:
+            return TxState(self.txid - 1, COMMITTED) if recovering else TxState(self.txid, COMMITTING)
+        if self.state == COMMITTING:
+            return TxState(self.txid, COMMITTED)
+        return self if recovering else TxState(self.txid + 1, PREPARING)
+
+    def next_action(self, recovering: bool) -> str:
+        """The action to send for this state: recovery rolls back a prepare that never committed,
+        finishes a commit that was under way, and then (re)initialises every bolt's state."""
+        if self.state == PREPARING:
+            return ROLLBACK if recovering else PREPARE
+        if self.state == COMMITTING:
+            return COMMIT
+        return INITSTATE if recovering else PREPARE
+
+    def to_wire(self) -> list:
+        return [self.txid, self.state]
+
+    @classmethod
+    def from_wire(cls, value: Any) -> "TxState":
+        if (isinstance(value, (list, tuple)) and len(value) == 2 and isinstance(value[0], int)
+                and value[1] in (COMMITTED, PREPARING, COMMITTING)):
+            return cls(int(value[0]), str(value[1]))
+        raise ValueError(f"not a checkpoint transaction state: {value!r}")
+
+
+INITIAL = TxState(-1, COMMITTED)
+
+
+class Barrier:
+    """Counts the checkpoint tuples of one (action, txid) until every input task has sent its
+    own (Storm's BaseStatefulBoltExecutor.shouldProcessTransaction): a bolt acts on a checkpoint
+    once, after every upstream task has passed it on."""
+
+    __slots__ = ("needed", "_seen")
+
+    def __init__(self, needed: int):
+        self.needed = max(1, needed)
+        self._seen: dict[tuple[str, int], int] = {}
+
+    def arrive(self, action: str, txid: int) -> bool:
+        key = (action, txid)
+        n = self._seen.get(key, 0) + 1
+        if n >= self.needed:
+            self._seen.pop(key, None)
+            return True
+        self._seen[key] = n
+        return False
+
+    def clear(self) -> None:
+        """After a rollback every input has passed on what it sent before it (FIFO), so a count
+        still open is of a copy that was lost: the txid will be used again."""
+        self._seen.clear()
+
+    def forget_before(self, txid: int) -> None:
+        """Drop the counts of older transactions (their missing copies were lost with a worker)."""
+        for key in [k for k in self._seen if k[1] < txid]:
+            del self._seen[key]
+
+
+def state_namespace(conf, context) -> str:
+    """Where a task keeps its state: per topology name (so that two topologies sharing a Redis
+    never share state, while a topology killed and submitted again under its name continues
+    from its last commit), component and task (Storm's componentId-taskId)."""
+    name = conf.get("topology.name") or context.storm_id
+    return f"{name}/{context.this_component_id}-{context.this_task_id}"
+
+
+def checkpoint_input_tasks(context) -> int:
+    """How many tasks send this task a checkpoint tuple per transaction: every task of every
+    component it takes the `$checkpoint` stream from (all-grouped)."""
+    comp = context.topology.components[context.this_component_id]
+    return sum(len(context.component_tasks(sub.source)) for sub in comp.inputs
+               if sub.stream == CHECKPOINT_STREAM)

@@ -1,0 +1,190 @@
+"""The `$checkpointspout` system spout (Storm's CheckpointSpout.java): one task that drives the
+whole topology through PREPARE / COMMIT every `topology.state.checkpoint.interval.ms`, and
+through ROLLBACK / INITSTATE after a failure or at start. Each action is one tuple tree on the
+`$checkpoint` stream (message id: the txid); the next action waits until it is acked."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from executor.checkpoint.protocol import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_STREAM,
+    COMMITTED,
+    COMMITTING,
+    INITIAL,
+    PREPARING,
+    TxState,
+    state_namespace,
+)
+from executor.components import Spout
+
+log = logging.getLogger(__name__)
+
+_TX_KEY = "__state"
+_MIN_INTERVAL_MS = 100       # as Storm: a shorter interval is raised to this
+_REOPEN_SECS = 1.0           # between tries to reach a state provider that was unavailable
+
+
+class CheckpointSpout(Spout):
+    def __init__(self):
+        self._collector = None
+        self._conf: dict = {}
+        self._namespace = ""
+        self._state = None
+        self._tx: TxState = INITIAL
+        self._interval = 1.0
+        self._last_checkpoint = 0.0
+        self._recovering = True
+        self._in_progress = False
+        self._next_open = 0.0
+        self._save_seq = 0
+        # exactly-once: the stateful spouts' tasks carry each step to the bolts; any failure
+        # rolls the whole topology back (always first thing in a recovery)
+        self._exactly_once = False
+        self._spout_tasks: list[int] = []
+        self._rolled_back = False
+        self._rollback_requested = False
+        # what the UI and metrics show (executor/checkpoint/stats.py reads them)
+        self.last_committed_txid: int | None = None
+        self.last_committed_at: float | None = None   # time.time()
+        self.commit_latencies: list[float] = []        # seconds from PREPARE to COMMIT acked, since read
+
+    def declare_output_fields(self, declarer) -> None:
+        declarer.declare_stream(CHECKPOINT_STREAM, list(CHECKPOINT_FIELDS))
+
+    def open(self, conf, context, collector) -> None:
+        self._collector = collector
+        self._conf = conf
+        self._namespace = state_namespace(conf, context)
+        self._interval = max(_MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms") or 1000)) / 1000
+        self._recovering = True
+        self._in_progress = False
+        self._exactly_once = bool(conf.get("topology.state.exactly.once"))
+        structure = context.topology.structure
+        self._spout_tasks = sorted(t for cid, comp in structure.spouts.items()
+                                   if comp.conf.get("topology.spouts.stateful")
+                                   for t in context.component_tasks(cid))
+        self._try_open()
+
+    def _try_open(self) -> bool:
+        """Open the spout's own state (its transaction record); an unreachable provider is
+        reported and tried again later instead of failing the spout."""
+        if self._state is not None:
+            return True
+        now = time.monotonic()
+        if now < self._next_open:
+            return False
+        self._next_open = now + _REOPEN_SECS
+        from executor.state.provider import open_state
+        try:
+            state = open_state(self._conf, self._namespace)
+            if state.prepared_txid() is not None:
+                state.rollback()  # a save cut short: its record was never the spout's
+            raw = state.get(_TX_KEY)
+            tx = INITIAL if raw is None else TxState.from_wire(raw)
+        except Exception as exc:
+            self._report(exc)
+            return False
+        self._state, self._tx = state, tx
+        if raw is None:
+            self._save(INITIAL)
+        if tx.state == COMMITTED and tx.txid >= 0:
+            self.last_committed_txid = tx.txid
+        log.info("checkpoint spout %s: starting from %s", self._namespace, tx)
+        return True
+
+    def next_tuple(self) -> None:
+        if self._in_progress or not self._try_open():
+            return
+        if self._recovering:
+            if self._exactly_once and not self._rolled_back and self._tx.state == COMMITTED:
+                # Roll back whatever was done since the last commit, not only a prepare.
+                if not self._save(TxState(self._tx.txid + 1, PREPARING)):
+                    return
+            self._emit(self._tx.txid, self._tx.next_action(True))
+        elif self._tx.state != COMMITTED or time.monotonic() - self._last_checkpoint >= self._interval:
+            if self._tx.state == COMMITTED:
+                if not self._save(self._tx.next_state(False)):
+                    return
+                self._last_checkpoint = time.monotonic()
+            self._emit(self._tx.txid, self._tx.next_action(False))
+
+    def _emit(self, txid: int, action: str) -> None:
+        log.debug("checkpoint spout: %s, emitting txid %d %s", self._tx, txid, action)
+        self._in_progress = True
+        if self._exactly_once:
+            self._collector.emit_to_tasks(self._spout_tasks, [txid, action], CHECKPOINT_STREAM, txid)
+        else:
+            self._collector.emit([txid, action], stream=CHECKPOINT_STREAM, msg_id=txid)
+
+    def request_rollback(self, spout_task: int) -> None:
+        """Exactly-once: a tuple tree of a stateful spout failed; roll everything back once the
+        step under way (if any) is over."""
+        if not self._rollback_requested:
+            log.info("checkpoint spout %s: a tuple of task %d failed; rolling the topology back to txid %d",
+                     self._namespace, spout_task, self._tx.txid if self._tx.state == COMMITTED else self._tx.txid - 1)
+        self._rollback_requested = True
+        if not self._in_progress:
+            self._start_recovery()
+
+    def _start_recovery(self) -> None:
+        self._rollback_requested = False
+        self._recovering = True
+        self._rolled_back = False  # exactly-once: every recovery rolls back again
+
+    def ack(self, msg_id) -> None:
+        self._in_progress = False
+        if msg_id != self._tx.txid:
+            log.warning("checkpoint spout: ack of txid %r while at %s", msg_id, self._tx)
+            return
+        nxt = self._tx.next_state(self._recovering)
+        if self._recovering and nxt == self._tx:
+            log.info("checkpoint spout %s: recovery complete at %s", self._namespace, self._tx)
+            self._recovering = False
+            if self._rollback_requested:
+                self._start_recovery()
+            return
+        before = self._tx
+        if self._recovering and before.state == PREPARING:
+            self._rolled_back = True
+        if self._save(nxt) and before.state == COMMITTING:
+            self.last_committed_txid = before.txid
+            self.last_committed_at = time.time()
+            if not self._recovering and self._last_checkpoint:
+                self.commit_latencies.append(time.monotonic() - self._last_checkpoint)
+                del self.commit_latencies[:-1000]
+        if self._rollback_requested and not self._recovering:
+            self._start_recovery()
+
+    def fail(self, msg_id) -> None:
+        self._in_progress = False
+        if not self._recovering:
+            log.info("checkpoint spout %s: txid %r failed at %s; recovering", self._namespace, msg_id, self._tx)
+        self._start_recovery()
+
+    def _save(self, tx: TxState) -> bool:
+        """Record the transaction state durably before acting on it; if the provider is away the
+        spout recovers (and so retries) once it is back."""
+        try:
+            self._state.put(_TX_KEY, tx.to_wire())
+            # its own sequence for the provider's txid: rises across restarts, unlike the txid
+            self._save_seq = max(self._save_seq + 1, time.time_ns())
+            self._state.prepare_commit(self._save_seq)
+            self._state.commit(self._save_seq)
+        except Exception as exc:
+            self._report(exc)
+            try:
+                self._state.rollback()
+            except Exception:
+                pass
+            self._recovering = True
+            return False
+        self._tx = tx
+        return True
+
+    def _report(self, exc: BaseException) -> None:
+        log.warning("checkpoint spout %s: %s", self._namespace, exc)
+        if self._collector is not None:
+            self._collector.report_error(exc)

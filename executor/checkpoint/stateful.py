@@ -1,0 +1,154 @@
+"""A stateful bolt's side of the checkpoint protocol (Storm's StatefulBoltExecutor.java).
+
+Its state is opened at prepare (the last committed one) and handed to `init_state` on
+INITSTATE; tuples that arrive before then wait. Acks are held: PREPARE takes the acks given
+since the last PREPARE into the transaction, COMMIT makes the state durable and only then acks
+them, ROLLBACK returns the state to the last commit and fails them (their spouts replay them).
+A provider that is away (Redis down) fails the checkpoint tuple and reports why; the checkpoint
+spout then recovers, retrying until it is back, and no committed update is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from executor.checkpoint.forwarder import CheckpointHandler
+from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, state_namespace
+from executor.errors import EmitError
+from executor.tuple import DEFAULT_STREAM
+
+log = logging.getLogger(__name__)
+
+_REOPEN_SECS = 1.0
+
+
+class AckTrackingCollector:
+    """The collector a stateful bolt sees: acks are held for the checkpoint, emits must be anchored
+    (an unanchored emit would escape the transaction: Storm refuses it too)."""
+
+    __slots__ = ("_delegate", "acked", "_name", "ack")
+
+    def __init__(self, delegate, name: str, hold_acks: bool = True):
+        self._delegate = delegate
+        self.acked: list = []
+        self._name = name
+        # Exactly-once: acks only end tuple trees (a failure rolls everything back, nothing is
+        # replayed per tree), so they go at once; otherwise they wait for the commit.
+        self.ack = self.acked.append if hold_acks else delegate.ack
+
+    def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM):
+        if anchors is None or (type(anchors) in (list, tuple) and not anchors):
+            raise EmitError(f"stateful bolt {self._name}: emits must be anchored to input tuples "
+                            f"(emit(values, anchors=tup)); stream {stream!r}")
+        return self._delegate.emit(values, anchors, stream)
+
+    def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM):
+        if anchors is None or (type(anchors) in (list, tuple) and not anchors):
+            raise EmitError(f"stateful bolt {self._name}: emits must be anchored to input tuples; "
+                            f"stream {stream!r}")
+        return self._delegate.emit_direct(task, values, anchors, stream)
+
+    def fail(self, tup) -> None:
+        self._delegate.fail(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._delegate.report_error(exc)
+
+    def call_soon(self, fn) -> None:
+        self._delegate.call_soon(fn)
+
+    def take_acked(self) -> list:
+        out = self.acked[:]
+        self.acked.clear()  # the same list: `ack` is its bound append
+        return out
+
+
+class StatefulBoltAdapter(CheckpointHandler):
+    def __init__(self, user, inner=None):
+        super().__init__(user if inner is None else inner)
+        self.user = user
+        self.state = None
+        self._conf: dict = {}
+        self._namespace = ""
+        self._initialized = False
+        self._waiting: list = []        # tuples that came before INITSTATE
+        self._prepared: list = []       # held acks of the transaction being prepared
+        self._tracking: AckTrackingCollector | None = None
+        self._next_open = 0.0
+
+    def prepare_inner(self, conf, context, collector) -> None:
+        self._conf = conf
+        self._namespace = state_namespace(conf, context)
+        self._tracking = AckTrackingCollector(collector, f"{context.this_component_id!r} task {context.this_task_id}",
+                                              hold_acks=not self.exactly_once)
+        self._inner.prepare(conf, context, self._tracking)
+        self._open_state()
+
+    def _open_state(self) -> bool:
+        """The last committed state; an unreachable provider is reported and tried again at the
+        next checkpoint action (the spout keeps recovering until every bolt has its state)."""
+        if self.state is not None:
+            return True
+        now = time.monotonic()
+        if now < self._next_open:
+            return False
+        self._next_open = now + _REOPEN_SECS
+        from executor.state.provider import open_state
+        try:
+            self.state = open_state(self._conf, self._namespace)
+        except Exception as exc:
+            log.warning("stateful bolt %s: %s", self._namespace, exc)
+            self._collector.report_error(exc)
+            return False
+        return True
+
+    # ---- data ----
+    def handle_data(self, batch) -> None:
+        if self._initialized:
+            super().handle_data(batch)
+        else:
+            self._waiting.extend(batch)
+
+    # ---- checkpoints ----
+    def handle_checkpoint(self, tup, action: str, txid: int) -> bool:
+        user = self.user
+        if action == PREPARE:
+            if not self._initialized:
+                return False  # a restarted task before its INITSTATE: make the spout recover
+            user.pre_prepare(txid)
+            self.state.prepare_commit(txid)
+            self._prepared.extend(self._tracking.take_acked())
+        elif action == COMMIT:
+            if not self._open_state():
+                return False
+            user.pre_commit(txid)
+            self.state.commit(txid)
+            ack = self._collector.ack
+            for t in self._prepared:
+                ack(t)
+            self._prepared = []
+        elif action == ROLLBACK:
+            if not self._open_state():
+                return False
+            user.pre_rollback()
+            self.state.rollback()
+            if self.exactly_once:
+                # What came before the rollback (it waited for INITSTATE) is rolled back with it:
+                # the spouts rewind and send it again.
+                self._waiting = []
+            else:
+                fail = self._collector.fail
+                for t in self._prepared + self._tracking.take_acked():
+                    fail(t)
+            self._prepared = []
+        elif action == INITSTATE:
+            if not self._initialized:
+                if not self._open_state():
+                    return False
+                user.init_state(self.state)
+                self._initialized = True
+                waiting, self._waiting = self._waiting, []
+                if waiting:
+                    super().handle_data(waiting)
+        return True

@@ -1,0 +1,132 @@
+"""Stateful bolts on a dev cluster (ZooKeeper, Nimbus, a supervisor, two worker processes) with
+the redis state provider on a real Redis, under faults the test causes: a SIGKILLed worker and
+a Redis server stopped for a few seconds.
+
+- exactly-once (`topology.state.exactly.once: true`, a BaseStatefulSpout): the committed sum
+  and count of 1..N are exact, and the count never passes N;
+- the default (Storm's at-least-once): no number is lost (every number in the committed state,
+  the sum at least the exact one)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+from scenario_harness import DevHarness
+from testutil import wait_until
+
+from executor.state.codec import decode
+
+pytestmark = [pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(420)]
+
+FAST = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
+        "supervisor.heartbeat.frequency.secs": 1}
+N = 3000
+RUN = {"numbers.n": N, "numbers.rate": 150, "topology.message.timeout.secs": 10,
+       "topology.state.checkpoint.interval.ms": 300}
+# A fault mid-run, the outage ends, the run finishes: generous, as the machine's speed drifts.
+DEADLINE = 240
+
+
+def committed(redis, name: str) -> dict[str, dict]:
+    """The sum bolt's committed state per task, read from Redis itself (not through storm-py)."""
+    client = redis.client()
+    try:
+        prefix = redis.provider_config()["key_prefix"]
+        out = {}
+        for key in client.scan_iter(f"{prefix}:{name}/sum-*:committed"):
+            ns = key.decode()[len(prefix) + 1:-len(":committed")]
+            out[ns] = {decode(k): decode(v) for k, v in client.hgetall(key).items()}
+        return out
+    finally:
+        client.close()
+
+
+def totals(redis, name: str) -> tuple[int, int]:
+    states = committed(redis, name).values()
+    return sum(s.get("sum", 0) for s in states), sum(s.get("count", 0) for s in states)
+
+
+def _dev(tmp_path):
+    if shutil.which("java") is None:
+        pytest.skip("the dev cluster needs Java and the Debian zookeeper package")
+    from daemons.devcluster import DevCluster
+
+    return DevCluster(tmp_path / "dev", supervisors=1, slots=2, user_conf=FAST)
+
+
+def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict, done):
+    """Run `topology_file` through a worker SIGKILL and a Redis outage until `done(totals)`;
+    (the final totals, the run's records)."""
+    dev = _dev(tmp_path)
+    harness = None
+    try:
+        dev.start()
+        (tmp_path / "runs").mkdir()
+        harness = DevHarness(tmp_path / "runs", dev)
+        run = harness.submit(topology_file, name, {**redis.conf(), **RUN, **conf})
+
+        def progress(at_least):
+            return lambda: totals(redis, name)[1] >= at_least
+
+        wait_until(progress(N // 5), DEADLINE, f"{name}: a fifth of the numbers committed",
+                   interval=0.2, tolerate=(OSError,))
+        port, pid = max(dev.worker_pids().items())
+        dev.kill_worker(port)
+        after_kill = totals(redis, name)[1]
+        wait_until(progress(after_kill + N // 10), DEADLINE,
+                   lambda: f"{name}: commits going on after worker {pid} (port {port}) was killed "
+                           f"({totals(redis, name)})", interval=0.2)
+        redis.stop()
+        time.sleep(3)  # the outage itself (the fault), not a wait for something
+        redis.start()
+        wait_until(lambda: done(totals(redis, name)), DEADLINE,
+                   lambda: f"{name}: the run to finish after the Redis outage ({totals(redis, name)})",
+                   interval=0.5, tolerate=(OSError,))
+        result = totals(redis, name)
+        harness.kill(name)
+        return result, run.results
+    finally:
+        if harness is not None:
+            harness.client.close()
+        dev.stop()
+
+
+def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path, redis_server):
+    exact = (N * (N + 1) // 2, N)
+    seen_counts = []
+
+    def done(t):
+        seen_counts.append(t[1])
+        return t[1] >= N
+
+    result, records = _run_with_faults(tmp_path, redis_server, "exactly_once_sum.py", "eo",
+                                       {"topology.state.exactly.once": True}, done)
+    assert result == exact
+    # The faults made the topology roll back: the spout was rewound (init_state again) at least once.
+    assert len(records.records("numbers", "init")) >= 2, records.summary()
+    assert max(seen_counts) <= N  # never a number counted twice, even for a while
+
+
+def test_at_least_once_state_loses_no_number_across_the_same_faults(tmp_path, redis_server):
+    exact_sum = N * (N + 1) // 2
+
+    def done(t):
+        if t[1] < N or t[0] < exact_sum:
+            return False
+        merged = _merged(redis_server)
+        return all(merged.get(f"seen-{n}") for n in range(1, N + 1))
+
+    _run_with_faults(tmp_path, redis_server, "stateful_sum.py", "alo", {}, done)
+    merged = _merged(redis_server)
+    assert [n for n in range(1, N + 1) if not merged.get(f"seen-{n}")] == []
+    s, c = totals(redis_server, "alo")
+    assert s >= exact_sum and c >= N
+
+
+def _merged(redis) -> dict:
+    out: dict = {}
+    for state in committed(redis, "alo").values():
+        out.update(state)
+    return out

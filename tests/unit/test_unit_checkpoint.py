@@ -1,0 +1,131 @@
+"""The checkpoint protocol's pure parts: the checkpoint spout's transaction states (Storm's
+CheckPointState), the barrier count, and barrier alignment in exactly-once mode."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from executor.checkpoint.forwarder import CheckpointForwarder
+from executor.checkpoint.protocol import (
+    CHECKPOINT_STREAM,
+    COMMIT,
+    COMMITTED,
+    COMMITTING,
+    INITSTATE,
+    PREPARE,
+    PREPARING,
+    ROLLBACK,
+    Barrier,
+    TxState,
+)
+from executor.structure import Grouping, Subscription
+from executor.tuple import Fields, Tuple
+
+pytestmark = pytest.mark.timeout(10)
+
+
+@pytest.mark.parametrize("state, recovering, action, after", [
+    (TxState(-1, COMMITTED), True, INITSTATE, TxState(-1, COMMITTED)),
+    (TxState(-1, COMMITTED), False, PREPARE, TxState(0, PREPARING)),
+    (TxState(0, PREPARING), False, PREPARE, TxState(0, COMMITTING)),
+    (TxState(0, PREPARING), True, ROLLBACK, TxState(-1, COMMITTED)),
+    (TxState(0, COMMITTING), False, COMMIT, TxState(0, COMMITTED)),
+    (TxState(0, COMMITTING), True, COMMIT, TxState(0, COMMITTED)),
+])
+def test_transaction_states_follow_storms_table(state, recovering, action, after):
+    assert state.next_action(recovering) == action
+    assert state.next_state(recovering) == after
+
+
+def test_transaction_state_round_trips_and_refuses_garbage():
+    assert TxState.from_wire(TxState(3, COMMITTING).to_wire()) == TxState(3, COMMITTING)
+    with pytest.raises(ValueError, match="not a checkpoint transaction state"):
+        TxState.from_wire(["3", "DONE"])
+
+
+def test_barrier_acts_once_every_input_task_sent_its_copy():
+    b = Barrier(3)
+    assert not b.arrive(PREPARE, 1)
+    assert not b.arrive(PREPARE, 1)
+    assert not b.arrive(COMMIT, 0)
+    assert b.arrive(PREPARE, 1)
+    assert not b.arrive(PREPARE, 1)  # counting starts over for a repeat
+    b.clear()
+    assert not b.arrive(COMMIT, 0) and not b.arrive(COMMIT, 0) and b.arrive(COMMIT, 0)
+
+
+class _Collector:
+    def __init__(self):
+        self.events = []
+
+    def ack(self, tup):
+        self.events.append(("ack", tup.source_task, list(tup.values)))
+
+    def fail(self, tup):
+        self.events.append(("fail", tup.source_task, list(tup.values)))
+
+    def emit(self, values, anchors=None, stream="default"):
+        self.events.append(("emit", stream, list(values)))
+        return []
+
+    def report_error(self, exc):
+        self.events.append(("error", str(exc)))
+
+
+class _Inner:
+    def __init__(self, log):
+        self.log = log
+
+    def prepare(self, conf, context, collector):
+        pass
+
+    def execute(self, tup):
+        self.log.append(("execute", tup.source_task, tup.values[0]))
+
+
+def _context(input_tasks=(1, 2)):
+    comp = SimpleNamespace(inputs=(Subscription("up", "default", Grouping("shuffle")),
+                                   Subscription("up", CHECKPOINT_STREAM, Grouping("all"))))
+    return SimpleNamespace(topology=SimpleNamespace(components={"me": comp}), this_component_id="me",
+                           this_task_id=9, component_tasks=lambda c: list(input_tasks))
+
+
+def _data(task, v):
+    return (9, Tuple([v], task, "default", "up", Fields(["v"]), None))
+
+
+def _cp(task, action, txid):
+    return (9, Tuple([txid, action], task, CHECKPOINT_STREAM, "up", Fields(["txid", "action"]), None))
+
+
+def _forwarder(exactly_once):
+    collector = _Collector()
+    fw = CheckpointForwarder(_Inner(collector.events))
+    fw.prepare({"topology.state.exactly.once": exactly_once}, _context(), collector)
+    return fw, collector
+
+
+def test_aligned_barrier_holds_an_input_until_every_input_sent_it():
+    fw, c = _forwarder(True)
+    fw.execute_batch([_data(1, "a"), _cp(1, PREPARE, 0), _data(1, "b-after"), _data(2, "c")])
+    fw.execute_batch([_data(1, "d-after"), _cp(2, PREPARE, 0), _data(2, "e-after")])
+    order = [e for e in c.events if e[0] in ("execute", "emit")]
+    assert order == [("execute", 1, "a"), ("execute", 2, "c"), ("emit", CHECKPOINT_STREAM, [0, PREPARE]),
+                     ("execute", 1, "b-after"), ("execute", 1, "d-after"), ("execute", 2, "e-after")]
+
+
+def test_unaligned_barrier_lets_every_input_flow_as_storm_does():
+    fw, c = _forwarder(False)
+    fw.execute_batch([_cp(1, PREPARE, 0), _data(1, "b"), _cp(2, PREPARE, 0)])
+    order = [e for e in c.events if e[0] in ("execute", "emit")]
+    assert order == [("execute", 1, "b"), ("emit", CHECKPOINT_STREAM, [0, PREPARE])]
+
+
+def test_alignment_gives_up_when_another_transaction_arrives_from_a_silent_input():
+    fw, c = _forwarder(True)
+    # task 2's PREPARE 0 was lost (its worker died); the rollback comes from both
+    fw.execute_batch([_cp(1, PREPARE, 0), _data(1, "held"), _cp(2, ROLLBACK, 0), _cp(1, ROLLBACK, 0)])
+    order = [e for e in c.events if e[0] in ("execute", "emit")]
+    assert order == [("execute", 1, "held"), ("emit", CHECKPOINT_STREAM, [0, ROLLBACK])]
+    fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])  # the txid again, counted afresh
+    assert c.events[-2] == ("emit", CHECKPOINT_STREAM, [0, PREPARE])
