@@ -342,4 +342,8 @@ class SpoutExecutor(ExecutorBase):
         g = super().gauges()
         g["pending"] = self.pending.size()
         g["active"] = self._last_active
+        for obj in self._objs:  # the checkpoint spout's last commit (executor/checkpoint/spout.py)
+            gauges = getattr(obj, "checkpoint_gauges", None)
+            if gauges is not None:
+                g["extra"] = gauges()
         return g

@@ -70,7 +70,7 @@ class StatsKeeper:
             out[ex] = ExecutorStats(src.component_id, src.kind, int(now - self._started), windows,
                                     int(g.get("queue_population", 0)), int(g.get("queue_capacity", 0)),
                                     bool(g.get("backpressure", False)), int(g.get("pending", 0)),
-                                    bool(g.get("active", True)))
+                                    bool(g.get("active", True)), dict(g.get("extra") or {}))
         return out
 
 

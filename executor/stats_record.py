@@ -39,6 +39,8 @@ class ExecutorStats:
     backpressure: bool = False     # its output is held up (pendingEmits not empty)
     pending: int = 0               # spouts: tuple trees waiting for the acker
     active: bool = True            # spouts: activated
+    # gauges of a kind of component, e.g. the checkpoint spout's last commit (executor/checkpoint/):
+    # name -> a number or None; on the wire only when there are some (a 12th element)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def window(self, name: str) -> tuple[float, Mapping[str, float]]:
@@ -51,8 +53,11 @@ def to_wire(rec: ExecutorStats) -> list:
     for name in WINDOW_NAMES:
         secs, counters = rec.windows.get(name, (0.0, {}))
         wins.append([round(float(secs), 1), [_num(counters.get(k, 0)) for k in keys]])
-    return [WIRE_VERSION, rec.component, rec.kind, int(rec.uptime_secs), int(rec.queue_population),
-            int(rec.queue_capacity), bool(rec.backpressure), int(rec.pending), bool(rec.active), keys, wins]
+    out = [WIRE_VERSION, rec.component, rec.kind, int(rec.uptime_secs), int(rec.queue_population),
+           int(rec.queue_capacity), bool(rec.backpressure), int(rec.pending), bool(rec.active), keys, wins]
+    if rec.extra:
+        out.append({str(k): v for k, v in rec.extra.items()})
+    return out
 
 
 def _num(v: float) -> float | int:
@@ -63,9 +68,10 @@ def _num(v: float) -> float | int:
 
 def from_wire(value: Any) -> ExecutorStats:
     """The record from its wire form; StatsDecodeError naming what is wrong otherwise."""
-    if not isinstance(value, (list, tuple)) or len(value) != 11:
+    if not isinstance(value, (list, tuple)) or len(value) not in (11, 12):
         raise StatsDecodeError(f"not a stats record: {_short(value)}")
-    version, component, kind, uptime, qpop, qcap, bp, pending, active, keys, wins = value
+    version, component, kind, uptime, qpop, qcap, bp, pending, active, keys, wins = value[:11]
+    extra = value[11] if len(value) == 12 else {}
     if version != WIRE_VERSION:
         raise StatsDecodeError(f"stats record version {version!r}, expected {WIRE_VERSION}")
     if not isinstance(component, str) or kind not in KINDS:
@@ -87,7 +93,10 @@ def from_wire(value: Any) -> ExecutorStats:
                 or not all(_is_num(v) for v in values):
             raise StatsDecodeError(f"stats record of {component!r}: window {name} malformed")
         windows[name] = (float(secs), {k: v for k, v in zip(keys, values) if v})
-    return ExecutorStats(component, kind, uptime, windows, qpop, qcap, bool(bp), pending, bool(active))
+    if not isinstance(extra, Mapping) or not all(
+            isinstance(k, str) and (v is None or _is_num(v)) for k, v in extra.items()):
+        raise StatsDecodeError(f"stats record of {component!r}: bad gauges {_short(extra)}")
+    return ExecutorStats(component, kind, uptime, windows, qpop, qcap, bool(bp), pending, bool(active), dict(extra))
 
 
 def _is_int(v: Any) -> bool:

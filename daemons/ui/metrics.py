@@ -8,6 +8,7 @@ with system streams left out, as the REST API shows them by default.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -16,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from daemons.rpc.protocol import REMOTE_ERRORS
 from daemons.ui.nimbus_calls import NimbusCalls
-from daemons.ui.views import records_by_component
+from daemons.ui.views import checkpoints, records_by_component
 from executor import stats as st
 from executor.stats_windows import ALL_TIME
 
@@ -63,6 +64,15 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
                                      labels=labels2)
     restarts = CounterMetricFamily("storm_worker_restarts", "Worker relaunches by its supervisor",
                                    labels=["topology", "host", "port"])
+    cp_txid = GaugeMetricFamily("storm_checkpoint_last_committed_txid",
+                                "The last checkpoint a topology with state committed", labels=["topology"])
+    cp_age = GaugeMetricFamily("storm_checkpoint_age_seconds", "Seconds since that commit", labels=["topology"])
+    cp_commits = CounterMetricFamily("storm_checkpoint_commits", "Checkpoints committed since the checkpoint "
+                                     "spout started", labels=["topology"])
+    cp_latency = GaugeMetricFamily("storm_checkpoint_commit_latency_ms",
+                                   "Mean checkpoint latency, PREPARE sent to COMMIT done", labels=["topology"])
+    cp_rollbacks = CounterMetricFamily("storm_checkpoint_rollbacks", "Rollbacks to the last commit",
+                                       labels=["topology"])
     hosts = {s["id"]: s["host"] for s in info["supervisors"]}
     for d in details:
         name = d["name"]
@@ -83,10 +93,19 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
                 executed.add_metric([name, cid], f["executed"])
                 capacity.add_metric([name, cid], f["capacity"])
                 execute.add_metric([name, cid], f["execute_latency_ms"])
+        cp = checkpoints(d, time.time())
+        if cp is not None:
+            if cp["lastCommittedTxid"] is not None:
+                cp_txid.add_metric([name], cp["lastCommittedTxid"])
+                cp_age.add_metric([name], cp["lastCommitAgeSecs"])
+            cp_commits.add_metric([name], cp["commits"])
+            if cp["commitLatencyMs"] is not None:
+                cp_latency.add_metric([name], cp["commitLatencyMs"])
+            cp_rollbacks.add_metric([name], cp["rollbacks"])
         for sid, port, n in d.get("worker_restarts", []):
             restarts.add_metric([name, hosts.get(sid, sid), str(port)], n)
     return [up, status, workers, slots, used, emitted, transferred, acked, failed, executed, capacity,
-            complete, execute, backpressure, restarts]
+            complete, execute, backpressure, restarts, cp_txid, cp_age, cp_commits, cp_latency, cp_rollbacks]
 
 
 class _NimbusCollector(Collector):

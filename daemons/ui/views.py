@@ -10,6 +10,7 @@ daemons/nimbus/core.py; the stats merge is executor/stats.py's, per window and s
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -17,6 +18,7 @@ from daemons.nimbus.details import records_by_component
 from daemons.ui import formats as fmt
 from daemons.ui.layout import layout as layered_layout
 from executor import stats as st
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
 from executor.layout import ACKER_COMPONENT
 from executor.stats_record import ExecutorStats, decode_records
 from executor.stats_windows import ALL_TIME, WINDOW_NAMES, window_pretty
@@ -254,7 +256,32 @@ def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_
         "workerRestarts": [{"supervisorId": sid, "port": port, "restarts": n}
                            for sid, port, n in details.get("worker_restarts", [])],
         "diagnosis": diagnose(topo),
+        "checkpoints": _checkpoints(topo, time.time()),
     }
+
+
+def checkpoints(details: Mapping[str, Any], now: float) -> dict | None:
+    """The checkpoints of a topology with state (/metrics), as the topology page shows them."""
+    return _checkpoints(_Topo.of(details), now)
+
+
+def _checkpoints(topo: _Topo, now: float) -> dict | None:
+    """Beyond Storm's answer: the checkpoint spout's last commit of a topology with state
+    (executor/checkpoint/), None for one without. The age is on the workers' clock."""
+    if topo.component(CHECKPOINT_COMPONENT) is None:
+        return None
+    extra = next((r.extra for r in topo.component_records(CHECKPOINT_COMPONENT) if r.extra), {})
+    at = extra.get("last_committed_at")
+
+    def ms(key):
+        v = extra.get(key)
+        return None if v is None else round(float(v), 3)
+
+    return {"lastCommittedTxid": extra.get("last_committed_txid"),
+            "lastCommitAgeSecs": None if at is None else round(max(0.0, now - at), 1),
+            "commits": int(extra.get("commits") or 0), "commitLatencyMs": ms("commit_latency_ms"),
+            "commitLatencyMaxMs": ms("commit_latency_max_ms"), "rollbacks": int(extra.get("rollbacks") or 0),
+            "recovering": bool(extra.get("recovering", True))}
 
 
 def diagnosis(details: Mapping[str, Any]) -> list[str]:

@@ -49,7 +49,10 @@ class CheckpointSpout(Spout):
         # what the UI and metrics show (executor/checkpoint/stats.py reads them)
         self.last_committed_txid: int | None = None
         self.last_committed_at: float | None = None   # time.time()
-        self.commit_latencies: list[float] = []        # seconds from PREPARE to COMMIT acked, since read
+        self.commits = 0                               # checkpoints committed by this spout
+        self.commit_secs = 0.0                         # their summed latency (PREPARE sent -> COMMIT acked)
+        self.commit_secs_max = 0.0
+        self.rollbacks = 0
 
     def declare_output_fields(self, declarer) -> None:
         declarer.declare_stream(CHECKPOINT_STREAM, list(CHECKPOINT_FIELDS))
@@ -119,6 +122,15 @@ class CheckpointSpout(Spout):
         else:
             self._collector.emit([txid, action], stream=CHECKPOINT_STREAM, msg_id=txid)
 
+    def checkpoint_gauges(self) -> dict:
+        """What the UI and /metrics show of the checkpoints (read on the heartbeat thread: plain
+        reads of numbers)."""
+        commits = self.commits
+        return {"last_committed_txid": self.last_committed_txid, "last_committed_at": self.last_committed_at,
+                "commits": commits, "commit_latency_ms": (self.commit_secs / commits * 1000.0) if commits else None,
+                "commit_latency_max_ms": self.commit_secs_max * 1000.0, "rollbacks": self.rollbacks,
+                "recovering": 1 if self._recovering else 0}
+
     def request_rollback(self, spout_task: int) -> None:
         """Exactly-once: a tuple tree of a stateful spout failed; roll everything back once the
         step under way (if any) is over."""
@@ -147,14 +159,17 @@ class CheckpointSpout(Spout):
                 self._start_recovery()
             return
         before = self._tx
-        if self._recovering and before.state == PREPARING:
+        if self._recovering and before.state == PREPARING:  # a ROLLBACK went through
             self._rolled_back = True
+            self.rollbacks += 1
         if self._save(nxt) and before.state == COMMITTING:
             self.last_committed_txid = before.txid
             self.last_committed_at = time.time()
             if not self._recovering and self._last_checkpoint:
-                self.commit_latencies.append(time.monotonic() - self._last_checkpoint)
-                del self.commit_latencies[:-1000]
+                secs = time.monotonic() - self._last_checkpoint
+                self.commits += 1
+                self.commit_secs += secs
+                self.commit_secs_max = max(self.commit_secs_max, secs)
         if self._rollback_requested and not self._recovering:
             self._start_recovery()
 

@@ -164,3 +164,12 @@ def test_spout_figures_split_timeouts_and_say_why_next_tuple_was_skipped():
     assert (fig["acked"], fig["failed"], fig["timeouts"], fig["pending"]) == (90, 10, 4, 7)
     assert fig["complete_latency_ms"] == 10.0
     assert fig["skipped_ms"] == {"inactive": 0.0, "max_pending": 1500.0, "backpressure": 0.0}
+
+
+def test_gauges_of_a_kind_of_component_ride_along_and_garbage_is_refused():
+    rec = ExecutorStats("$checkpointspout", "spout", 5, {}, extra={"last_committed_txid": 7, "commit_latency_ms": None})
+    back = from_wire(msgpack.unpackb(msgpack.packb(to_wire(rec))))
+    assert back.extra == {"last_committed_txid": 7, "commit_latency_ms": None}
+    assert len(to_wire(ExecutorStats("x", "bolt", 5, {}))) == 11  # none: the record stays as it was
+    with pytest.raises(StatsDecodeError, match="bad gauges"):
+        from_wire([*to_wire(ExecutorStats("x", "bolt", 5, {})), {"a": "text"}])

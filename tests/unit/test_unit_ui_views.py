@@ -275,3 +275,37 @@ def test_component_answer_shows_the_workers_that_died_on_its_slots():
                      "errorLine": "", "logTail": "last words\n",
                      "workerLogLink": "http://h1:8000/log?file=wc-1-1000%2F6700%2Fworker.log"}]
     assert views.component_detail(details(), "split")["deadWorkers"] == []
+
+
+def _with_checkpoints(extra: dict | None) -> dict:
+    d = details()
+    d["components"].append({"id": "$checkpointspout", "kind": "spout", "tasks": 1, "inputs": []})
+    rec = ExecutorStats("$checkpointspout", "spout", 60, _windows({"emitted|$checkpoint": 40}), extra=extra or {})
+    d["executors"].append({"executor": [5, 5], "component": "$checkpointspout", "stats": to_wire(rec), "node": "sup-1",
+                           "host": "h1", "port": 6700, "start_time_secs": 1000, "alive": True, "uptime_secs": 60})
+    return d
+
+
+def test_checkpoints_of_a_topology_with_state_on_the_page_and_in_metrics():
+    import time
+
+    d = _with_checkpoints({"last_committed_txid": 41, "last_committed_at": time.time() - 2.0, "commits": 42,
+                           "commit_latency_ms": 12.5, "commit_latency_max_ms": 80.0, "rollbacks": 1,
+                           "recovering": 0})
+    t = views.topology_detail(d)
+    cp = t["checkpoints"]
+    assert cp["lastCommittedTxid"] == 41 and cp["commits"] == 42 and cp["rollbacks"] == 1
+    assert 1.0 <= cp["lastCommitAgeSecs"] < 60 and cp["commitLatencyMs"] == 12.5 and cp["recovering"] is False
+    # a system component: hidden unless sys=1, as the acker
+    assert [s["spoutId"] for s in t["spouts"]] == ["spout"]
+    assert "$checkpointspout" in [s["spoutId"] for s in views.topology_detail(d, include_sys=True)["spouts"]]
+    fams = _parsed(metrics.families(cluster_info(), [d]))
+    assert [s.value for s in fams["storm_checkpoint_last_committed_txid"].samples] == [41]
+    assert [s.value for s in fams["storm_checkpoint_rollbacks"].samples if s.name.endswith("_total")] == [1]
+
+
+def test_checkpoints_before_the_first_commit_and_without_state():
+    cp = views.topology_detail(_with_checkpoints(None))["checkpoints"]
+    assert cp["lastCommittedTxid"] is None and cp["lastCommitAgeSecs"] is None and cp["commits"] == 0
+    assert views.topology_detail(details())["checkpoints"] is None
+

@@ -39,6 +39,19 @@ async function render() {
     { title: "Message timeout", value: (r) => `${r.msgTimeout}s` },
     { title: "Worker restarts", value: (r) => r.workerRestarts.reduce((n, w) => n + w.restarts, 0), cls: (r) => (r.workerRestarts.length ? "warm" : undefined) },
   ], [t]);
+  const cp = t.checkpoints;
+  document.getElementById("checkpoints-section").hidden = !cp;
+  if (cp) {
+    renderTable(document.getElementById("checkpoints"), [
+      { title: "Last committed txid", value: (c) => (c.lastCommittedTxid ?? "none yet") },
+      { title: "Committed", value: (c) => (c.lastCommitAgeSecs == null ? "" : `${c.lastCommitAgeSecs}s ago`), cls: (c) => (c.lastCommitAgeSecs > t.msgTimeout ? "hot" : undefined) },
+      { title: "Checkpoints", value: (c) => c.commits },
+      { title: "Commit latency (ms)", value: (c) => (c.commitLatencyMs ?? "") },
+      { title: "Max commit latency (ms)", value: (c) => (c.commitLatencyMaxMs ?? "") },
+      { title: "Rollbacks", value: (c) => c.rollbacks, cls: (c) => (c.rollbacks ? "warm" : undefined) },
+      { title: "Recovering", value: (c) => (c.recovering ? "yes" : "no") },
+    ], [cp]);
+  }
   renderTable(document.getElementById("stats"), [
     { title: "Window", value: (w) => w.windowPretty },
     { title: "Emitted", value: (w) => w.emitted },
