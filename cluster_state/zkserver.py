@@ -52,9 +52,9 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> s
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # Runs in the child between fork and exec: if the process that started the server dies
-    # without stopping it (SIGKILL), the kernel sends the JVM SIGTERM. Linux only; tied to
+    # without stopping it (SIGKILL), the kernel sends the server SIGTERM. Linux only; tied to
     # the starting thread, which is fine for fixtures and the benchmark.
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -169,7 +169,7 @@ class ZooKeeperServer:
             log_file.flush()
             self._proc = subprocess.Popen(
                 self._command(cfg), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                cwd=self.base_dir, preexec_fn=_die_with_parent, start_new_session=True)
+                cwd=self.base_dir, preexec_fn=die_with_parent, start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:
             if self._proc.poll() is not None:

@@ -143,8 +143,11 @@ def dev_zookeeper(conf, port, data_dir):
               help="Where confs, data, logs and pids go (default: a new temp dir, printed; kept at exit).")
 @click.option("--ready-timeout", type=click.FloatRange(1, 600), default=60, show_default=True,
               help="Seconds to wait for every process to be ready.")
+@click.option("--redis", is_flag=True,
+              help="Also run a Redis server (Debian's redis-server) as every topology's state provider "
+                   "(topology.state.provider: redis), unless -c or storm.yaml names another.")
 @common_options
-def dev_cluster(conf, supervisors, slots, base_dir, ready_timeout):
+def dev_cluster(conf, supervisors, slots, base_dir, ready_timeout, redis):
     """Run ZooKeeper, Nimbus and N supervisors on 127.0.0.1 in the foreground, for development.
     Client commands use it with --conf-dir DIR/conf. SIGTERM or Ctrl-C stops everything,
     workers included."""
@@ -165,7 +168,7 @@ def dev_cluster(conf, supervisors, slots, base_dir, ready_timeout):
         click.echo(f"warning: {child.why_dead()}; the rest keeps running", err=True)
 
     cluster = DevCluster(base, supervisors=supervisors, slots=slots, user_conf=conf,
-                         ready_timeout=ready_timeout, on_child_exit=child_exited)
+                         ready_timeout=ready_timeout, on_child_exit=child_exited, redis=redis)
     cluster.when_running(lambda c: click.echo(c.describe(), nl=True))
     (base / "pids").mkdir(parents=True, exist_ok=True)
     own_pid = base / "pids" / "dev-cluster.pid"

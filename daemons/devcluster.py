@@ -21,7 +21,6 @@ A re-used directory keeps ZooKeeper's data and Nimbus's code, so topologies come
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import signal
@@ -39,7 +38,8 @@ import yaml
 from cluster_state import local_layout
 from cluster_state.config import default_config
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
-from cluster_state.zkserver import ZooKeeperServer, four_letter_word
+from cluster_state.redisserver import RedisServer, RedisUnavailable
+from cluster_state.zkserver import ZooKeeperServer, die_with_parent, four_letter_word
 from executor.lifecycle import PeriodicThread, Service
 
 log = logging.getLogger(__name__)
@@ -62,15 +62,6 @@ class DevClusterError(RuntimeError):
 
 class Cancelled(RuntimeError):
     """The start was interrupted (SIGTERM/Ctrl-C) before the cluster was ready."""
-
-
-def _die_with_parent() -> None:
-    # Between fork and exec: if this orchestrator is SIGKILLed, the kernel SIGTERMs the child
-    # (the daemons stop cleanly on SIGTERM). Linux only; a no-op elsewhere.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def free_ports(n: int, taken: set[int]) -> list[int]:
@@ -117,7 +108,7 @@ class Child:
         with open(self.out_path, "ab") as out:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                          cwd=CODE_ROOT, env=env, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
         self.pid_path.parent.mkdir(parents=True, exist_ok=True)
         self.pid_path.write_text(f"{self.proc.pid}\n", encoding="ascii")
         log.info("%s started (pid %d)", self.name, self.proc.pid)
@@ -251,7 +242,8 @@ class DevCluster(Service):
 
     def __init__(self, base_dir: str | os.PathLike, *, supervisors: int = 2, slots: int = 2,
                  user_conf: Mapping[str, Any] | None = None, ready_timeout: float = 60.0,
-                 on_child_exit: Callable[[Child], Any] | None = None, more_nimbus_hosts: tuple[str, ...] = ()) -> None:
+                 on_child_exit: Callable[[Child], Any] | None = None, more_nimbus_hosts: tuple[str, ...] = (),
+                 redis: bool = False) -> None:
         super().__init__("dev-cluster")
         if supervisors < 1 or slots < 1:
             raise ValueError("a dev cluster needs at least one supervisor with at least one slot")
@@ -268,6 +260,10 @@ class DevCluster(Service):
         self.log_dir = self.base_dir / "logs"
         self.pid_dir = self.base_dir / "pids"
         self.zookeeper: ZooKeeperServer | None = None
+        # `redis`: a Redis server started and stopped with the rest, every topology's state
+        # provider unless the user's conf names another
+        self.want_redis = redis
+        self.redis: RedisServer | None = None
         self.nimbus: Child | None = None
         self.ui: Child | None = None
         self.logviewers: list[Child] = []
@@ -303,7 +299,9 @@ class DevCluster(Service):
             d.mkdir(parents=True, exist_ok=True)
         taken: set[int] = set()
         zk_port, nimbus_port, ui_port = free_ports(3, taken)
+        state = self._start_redis() if self.want_redis else {}
         common = {
+            **state,
             **self.user_conf,
             "storm.zookeeper.servers": [HOST],
             "storm.zookeeper.port": zk_port,
@@ -345,6 +343,23 @@ class DevCluster(Service):
             raise DevClusterError(f"zookeeper cannot start: {first} (log: {zk.log_path})") from None
         self.on_stop(lambda: self._stop_zookeeper(zk), "zookeeper")
         (self.pid_dir / "zookeeper.pid").write_text(f"{zk.pid}\n", encoding="ascii")
+
+    def _start_redis(self) -> dict[str, Any]:
+        """Start the cluster's Redis; the conf that makes it the topologies' state provider."""
+        self._check_cancelled()
+        server = RedisServer(self.base_dir / "redis")
+        try:
+            server.start()
+        except RedisUnavailable as exc:
+            raise DevClusterError(f"redis cannot start: {str(exc).splitlines()[0]}") from None
+        self.redis = server
+        self.on_stop(lambda: self._stop_redis(server), "redis")
+        (self.pid_dir / "redis.pid").write_text(f"{server.pid}\n", encoding="ascii")
+        return server.conf()
+
+    def _stop_redis(self, server: RedisServer) -> None:
+        server.stop()
+        (self.pid_dir / "redis.pid").unlink(missing_ok=True)
 
     def _stop_zookeeper(self, zk: ZooKeeperServer) -> None:
         zk.stop()
@@ -596,6 +611,9 @@ class DevCluster(Service):
             f"  nimbus        {self.nimbus_address}  (pid {self.nimbus.pid}, log {self.nimbus.log_path})",
             f"  ui            {self.ui_url}  (pid {self.ui.pid}, log {self.ui.log_path})",
         ]
+        if self.redis is not None:
+            lines.append(f"  redis         {self.redis.host}:{self.redis.port}  (pid {self.redis.pid}, log "
+                         f"{self.redis.log_path}; the topologies' state provider)")
         for child in self.supervisors:
             ports = ",".join(str(p) for p in child.extra["ports"])
             lines.append(f"  {child.name:<13} slots {ports}  (pid {child.pid}, local dir "

@@ -16,6 +16,7 @@ import time
 from executor.checkpoint.forwarder import CheckpointHandler
 from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, state_namespace
 from executor.errors import EmitError
+from executor.state.errors import StateUnavailableError
 from executor.tuple import DEFAULT_STREAM
 
 log = logging.getLogger(__name__)
@@ -105,10 +106,19 @@ class StatefulBoltAdapter(CheckpointHandler):
 
     # ---- data ----
     def handle_data(self, batch) -> None:
-        if self._initialized:
-            super().handle_data(batch)
-        else:
+        if not self._initialized:
             self._waiting.extend(batch)
+            return
+        execute = self._inner.execute
+        for _task, tup in batch:
+            try:
+                execute(tup)
+            except StateUnavailableError as exc:
+                # A read the state had to make while its provider is away (Redis down): the tuple
+                # fails and comes back (or, exactly-once, the topology rolls back); the executor
+                # lives on, and the error says which provider.
+                self._collector.fail(tup)
+                self._collector.report_error(exc)
 
     # ---- checkpoints ----
     def handle_checkpoint(self, tup, action: str, txid: int) -> bool:

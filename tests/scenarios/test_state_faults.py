@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 
+import psutil
 import pytest
 from scenario_harness import DevHarness
 from testutil import wait_until
@@ -29,11 +30,13 @@ RUN = {"numbers.n": N, "numbers.rate": 150, "topology.message.timeout.secs": 10,
 DEADLINE = 240
 
 
-def committed(redis, name: str) -> dict[str, dict]:
+def committed(redis, name: str, prefix: str | None = None) -> dict[str, dict]:
     """The sum bolt's committed state per task, read from Redis itself (not through storm-py)."""
-    client = redis.client()
+    import redis as redis_py
+
+    client = redis_py.Redis(host=redis.host, port=redis.port, socket_timeout=5, socket_connect_timeout=5)
     try:
-        prefix = redis.provider_config()["key_prefix"]
+        prefix = prefix or redis.provider_config().get("key_prefix", "storm-py")
         out = {}
         for key in client.scan_iter(f"{prefix}:{name}/sum-*:committed"):
             ns = key.decode()[len(prefix) + 1:-len(":committed")]
@@ -43,8 +46,8 @@ def committed(redis, name: str) -> dict[str, dict]:
         client.close()
 
 
-def totals(redis, name: str) -> tuple[int, int]:
-    states = committed(redis, name).values()
+def totals(redis, name: str, prefix: str | None = None) -> tuple[int, int]:
+    states = committed(redis, name, prefix).values()
     return sum(s.get("sum", 0) for s in states), sum(s.get("count", 0) for s in states)
 
 
@@ -130,3 +133,29 @@ def _merged(redis) -> dict:
     for state in committed(redis, "alo").values():
         out.update(state)
     return out
+
+
+def test_dev_cluster_with_redis_is_every_topologys_state_provider(tmp_path):
+    if shutil.which("java") is None:
+        pytest.skip("the dev cluster needs Java and the Debian zookeeper package")
+    from daemons.devcluster import DevCluster
+
+    dev = DevCluster(tmp_path / "dev", supervisors=1, slots=2, user_conf=FAST, redis=True)
+    try:
+        dev.start()
+        redis = dev.redis
+        assert dev.conf["topology.state.provider"] == "redis" and "redis" in dev.describe()
+        (tmp_path / "runs").mkdir()
+        harness = DevHarness(tmp_path / "runs", dev)
+        try:
+            run = harness.submit("stateful_sum.py", "viaredis", {})  # no provider of its own
+            exact = (300 * 301 // 2, 300)
+            run.wait(lambda: totals(redis, "viaredis", "storm-py") == exact,
+                     lambda: f"the sum committed in the dev cluster's Redis ({totals(redis, 'viaredis', 'storm-py')})")
+            harness.kill("viaredis")
+        finally:
+            harness.client.close()
+        pid = redis.pid
+    finally:
+        dev.stop()
+    assert not dev.redis.running and not psutil.pid_exists(pid)  # stopped (and reaped) with the rest
