@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 
 from executor.checkpoint.protocol import (
     CHECKPOINT_FIELDS,
@@ -52,6 +53,7 @@ class CheckpointSpout(Spout):
         self.commits = 0                               # checkpoints committed by this spout
         self.commit_secs = 0.0                         # their summed latency (PREPARE sent -> COMMIT acked)
         self.commit_secs_max = 0.0
+        self.recent_commit_secs: deque[float] = deque(maxlen=1000)  # for percentiles (bench/state.py)
         self.rollbacks = 0
 
     def declare_output_fields(self, declarer) -> None:
@@ -170,6 +172,7 @@ class CheckpointSpout(Spout):
                 self.commits += 1
                 self.commit_secs += secs
                 self.commit_secs_max = max(self.commit_secs_max, secs)
+                self.recent_commit_secs.append(secs)
         if self._rollback_requested and not self._recovering:
             self._start_recovery()
 

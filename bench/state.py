@@ -1,0 +1,163 @@
+"""Checkpoint overhead: the acked word count (spout -> split -> count, one worker, LocalCluster)
+with a plain count bolt (counts in a dict, acked at once) against a stateful count bolt
+(BaseStatefulBolt: counts in its KeyValueState, acks held until the checkpoint commits;
+topology.state.checkpoint.interval.ms 1000) on the memory provider and on a real Redis
+(cluster_state/redisserver.py, a server of its own). Prints one JSON line per run (alternating
+the variants --repeat times, each in its own process), then a summary with the stateful/plain
+ratios of the medians and the commit latency percentiles (PREPARE sent to COMMIT acked).
+
+usage: python3 bench/state.py [--seconds 10] [--warmup 5] [--repeat 2] [--only plain memory redis]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+
+from local_throughput import BenchSpout, Count, Split, _find, sentence  # noqa: E402
+
+from executor.adapters import user_component  # noqa: E402
+from executor.api import BaseStatefulBolt, BaseStatefulSpout, TopologyBuilder  # noqa: E402
+
+# plain: no state; memory / redis: Storm's at-least-once (acks held until the commit, so at most
+# max pending per checkpoint interval); memory-100ms: the same, checkpointing every 100 ms;
+# exactly-once / exactly-once-redis: a BaseStatefulSpout, topology.state.exactly.once (acks at once)
+VARIANTS = ("plain", "memory", "redis", "memory-100ms", "exactly-once", "exactly-once-redis")
+PENDING = 2000
+
+
+class StatefulCount(BaseStatefulBolt):
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word", "count"])
+
+    def prepare(self, conf, context, collector):
+        self.c = collector
+
+    def init_state(self, state):
+        self.state = state
+
+    def execute(self, tup):
+        w = tup.values[0]
+        self.state.put(w, self.state.get(w, 0) + 1)
+        self.c.ack(tup)
+
+
+class StatefulBenchSpout(BaseStatefulSpout):
+    """BenchSpout's sentences, its position in its state (exactly-once)."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["sentence"])
+
+    def open(self, conf, context, collector):
+        self.c = collector
+        self.acks = self.fails = 0
+
+    def init_state(self, state):
+        self.state = state
+        self.n = state.get("n", 0)
+
+    def next_tuple(self):
+        n = self.n
+        self.n = n + 1
+        self.state.put("n", self.n)
+        self.c.emit(sentence(n), msg_id=n)
+
+    def ack(self, msg_id):
+        self.acks += 1
+
+
+def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None) -> dict:
+    from daemons.local import LocalCluster
+
+    b = TopologyBuilder()
+    eo = variant.startswith("exactly-once")
+    b.set_spout("spout", StatefulBenchSpout() if eo else BenchSpout(["sentence"], sentence, acked=True))
+    b.set_bolt("split", Split()).shuffle_grouping("spout")
+    b.set_bolt("count", Count() if variant == "plain" else StatefulCount()).fields_grouping("split", ["word"])
+    conf = {"topology.workers": 1, "topology.max.spout.pending": PENDING,
+            "topology.state.checkpoint.interval.ms": 100 if variant == "memory-100ms" else 1000,
+            "topology.state.exactly.once": eo}
+    if variant.endswith("redis"):
+        conf.update({"topology.state.provider": "redis",
+                     "topology.state.provider.config": {"host": "127.0.0.1", "port": redis_port,
+                                                        "key_prefix": f"bench-{os.getpid()}"}})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("bench", conf, b.create_topology())
+        spout_ex = _find(cluster, "bench", "spout")
+        spout = user_component(spout_ex.w.objs[spout_ex.task_ids[0]])
+        cp = None
+        if variant != "plain":
+            cp_ex = _find(cluster, "bench", "$checkpointspout")
+            cp = cp_ex.w.objs[cp_ex.task_ids[0]]
+        time.sleep(warmup)
+        if cp is not None:
+            cp.recent_commit_secs.clear()
+        c0, cpu0, t0 = spout.acks, time.process_time(), time.monotonic()
+        time.sleep(seconds)
+        c1, cpu1, t1 = spout.acks, time.process_time(), time.monotonic()
+        commits = sorted(cp.recent_commit_secs) if cp is not None else []
+        died = cluster.died("bench")
+
+    def pct(p):
+        return round(commits[min(len(commits) - 1, int(p * len(commits)))] * 1e3, 1) if commits else None
+
+    return {"bench": "state", "variant": variant, "unit": "acked sentences/s", "rate": round((c1 - c0) / (t1 - t0)),
+            "commit_latency_ms_p50": pct(0.5), "commit_latency_ms_p99": pct(0.99),
+            "commit_latency_ms_max": pct(1.0), "commits": len(commits), "failed": spout.fails,
+            "died": [str(d) for d in died], "cpu_secs_per_sec": round((cpu1 - cpu0) / (t1 - t0), 2),
+            "seconds": seconds, "settings": conf, "python": platform.python_version(), "cpus": os.cpu_count()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--only", nargs="*", choices=VARIANTS)
+    ap.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    ap.add_argument("--redis-port", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.redis_port)), flush=True)
+        return
+    from cluster_state.redisserver import RedisServer
+
+    variants = args.only or list(VARIANTS)
+    redis = RedisServer(tempfile.mkdtemp(prefix="bench-state-redis-")).start() if any(v.endswith("redis") for v in variants) else None
+    results: dict[str, list[dict]] = {v: [] for v in variants}
+    try:
+        for _ in range(args.repeat):
+            for v in variants:  # alternated: the machine's speed drifts
+                out = subprocess.run([sys.executable, __file__, "--child", v, "--seconds", str(args.seconds),
+                                      "--warmup", str(args.warmup), "--redis-port", str(redis.port if redis else 0)],
+                                     capture_output=True, text=True, timeout=args.seconds + args.warmup + 120)
+                line = next((ln for ln in out.stdout.splitlines() if ln.startswith("{")), None)
+                if line is None:
+                    print(json.dumps({"bench": "state", "variant": v, "error": out.stderr[-2000:]}), flush=True)
+                    continue
+                print(line, flush=True)
+                results[v].append(json.loads(line))
+    finally:
+        if redis is not None:
+            redis.stop()
+    med = {v: statistics.median(r["rate"] for r in rs) for v, rs in results.items() if rs}
+    summary = {"bench": "state", "summary": True, "median_rate": med}
+    if "plain" in med:
+        summary["ratio_to_plain"] = {v: round(m / med["plain"], 2) for v, m in med.items() if v != "plain"}
+    summary["commit_latency_ms_p99"] = {v: max((r["commit_latency_ms_p99"] or 0) for r in rs)
+                                        for v, rs in results.items() if rs and v != "plain"}
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
