@@ -69,11 +69,16 @@ def adapt_bolt(obj: Any, checkpointed: bool) -> Any:
     from executor.checkpoint.forwarder import CheckpointForwarder
     from executor.checkpoint.stateful import StatefulBoltAdapter
     from executor.components import BasicBolt
+    from executor.windowing.adapter import WindowedBoltAdapter
+    from executor.windowing.bolt import BaseWindowedBolt
 
     if isinstance(obj, BaseStatefulBolt):
-        return StatefulBoltAdapter(obj)
+        windowed = isinstance(obj, BaseWindowedBolt)
+        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, persistent=True) if windowed else None)
     if isinstance(obj, BasicBolt):
         obj = BasicBoltAdapter(obj)
+    elif isinstance(obj, BaseWindowedBolt):
+        obj = WindowedBoltAdapter(obj)
     return CheckpointForwarder(obj) if checkpointed else obj
 
 

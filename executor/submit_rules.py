@@ -1,15 +1,38 @@
 """The rules a topology must meet with its configuration, checked where it is submitted
 (Nimbus, and LocalCluster through it) so that a mistake is one error line at submit instead of
-workers that fail."""
+workers that fail: windowed bolts (Storm's WindowedBoltExecutor.validate) and checkpoints."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from executor.checkpoint.wiring import check_checkpointing
+from executor.errors import InvalidTopologyError
 from executor.structure import TopologyStructure
+from executor.tuple import is_system_id
+from executor.windowing.spec import TIMESTAMP_FIELD_KEY, check_against_topology, is_window_conf, window_spec
+from executor.worker_plan import component_conf
 
 
 def check_topology(structure: TopologyStructure, conf: Mapping[str, Any]) -> None:
     """Raise InvalidTopologyError naming the component and the key of the first problem."""
+    for cid, comp in sorted(structure.bolts.items()):
+        if is_window_conf(comp.conf):
+            check_windowed(structure, cid, component_conf(conf, structure, cid))
     check_checkpointing(structure, conf)
+
+
+def check_windowed(structure: TopologyStructure, cid: str, conf: Mapping[str, Any]) -> None:
+    """Storm's WindowedBoltExecutor.validate, and a timestamp field every input carries."""
+    spec = window_spec(cid, conf)
+    check_against_topology(cid, spec, conf)
+    if spec.timestamp_field is None:
+        return
+    for sub in structure.components[cid].inputs:
+        if is_system_id(sub.stream) or sub.source not in structure.components:
+            continue
+        fields = structure.stream_fields(sub.source, sub.stream)
+        if spec.timestamp_field not in fields:
+            raise InvalidTopologyError(
+                f"windowed bolt {cid!r}: its timestamp field {spec.timestamp_field!r} ({TIMESTAMP_FIELD_KEY}) is not "
+                f"a field of its input {sub.source}:{sub.stream} (fields {fields.to_list()})")

@@ -24,6 +24,8 @@ from executor.structure import (
     check_subscription,
 )
 from executor.tuple import DEFAULT_STREAM, Fields, as_fields
+from executor.windowing.bolt import BaseWindowedBolt
+from executor.windowing.spec import LATE_TUPLE_FIELD, window_spec
 
 __all__ = ["GROUPING_KINDS", "Grouping", "StreamSpec", "Subscription", "StormTopology", "TopologyBuilder",
            "SpoutDeclarer", "BoltDeclarer"]
@@ -181,6 +183,8 @@ class TopologyBuilder:
         for spec in specs.values():
             _check_instance(spec)
             streams = _declared_streams(spec)
+            if isinstance(spec.obj, BaseWindowedBolt):
+                _windowed_streams(spec, streams)
             if spec.checkpoint_stream:
                 if CHECKPOINT_STREAM in streams:
                     raise InvalidTopologyError(f"{spec.kind} {spec.id!r} declares stream {CHECKPOINT_STREAM!r}, which is "
@@ -264,6 +268,18 @@ def _component_conf(spec: _BuildSpec) -> dict[str, Any]:
         raise InvalidTopologyError(f"component {spec.id!r}: get_component_configuration() must return a dict, "
                                    f"got {type(more).__name__}")
     return {**dict(more or {}), **spec.conf}
+
+
+def _windowed_streams(spec: _BuildSpec, streams: dict[str, StreamSpec]) -> None:
+    """A windowed bolt's settings, checked now with its id; its late tuple stream declared."""
+    ws = window_spec(spec.id, _component_conf(spec))
+    if ws.late_stream is not None:
+        declared = streams.get(ws.late_stream)
+        if declared is None:
+            streams[ws.late_stream] = StreamSpec(Fields([LATE_TUPLE_FIELD]), False)
+        elif declared.fields.to_list() != [LATE_TUPLE_FIELD]:
+            raise InvalidTopologyError(f"windowed bolt {spec.id!r}: its late tuple stream {ws.late_stream!r} must have "
+                                       f"the one field {LATE_TUPLE_FIELD!r}, got {declared.fields.to_list()}")
 
 
 def _declared_streams(spec: _BuildSpec) -> dict[str, StreamSpec]:

@@ -4,6 +4,7 @@ IStatefulComponent): exported from executor.api."""
 from __future__ import annotations
 
 from executor.components import Bolt, Spout
+from executor.windowing.bolt import BaseWindowedBolt
 
 
 class BaseStatefulBolt(Bolt):
@@ -35,3 +36,13 @@ class BaseStatefulSpout(Spout):
 
     def init_state(self, state) -> None:
         raise NotImplementedError(f"{type(self).__name__}.init_state")
+
+
+class BaseStatefulWindowedBolt(BaseWindowedBolt, BaseStatefulBolt):
+    """A windowed bolt with state (Storm's IStatefulWindowedBolt, persistent): `init_state(state)`
+    before the first window; the window's own contents are checkpointed with the state, so after
+    a failure both come back as of the last commit. Tuples are acked once the checkpoint holding
+    them commits."""
+
+    def execute(self, window) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.execute")

@@ -18,6 +18,7 @@ from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, s
 from executor.errors import EmitError
 from executor.state.errors import StateUnavailableError
 from executor.tuple import DEFAULT_STREAM
+from executor.windowing.adapter import WindowedBoltAdapter
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class StatefulBoltAdapter(CheckpointHandler):
         self._prepared: list = []       # held acks of the transaction being prepared
         self._tracking: AckTrackingCollector | None = None
         self._next_open = 0.0
+        # a stateful windowed bolt: its window is checkpointed with the state
+        self._window = inner if isinstance(inner, WindowedBoltAdapter) else None
 
     def prepare_inner(self, conf, context, collector) -> None:
         self._conf = conf
@@ -127,6 +130,8 @@ class StatefulBoltAdapter(CheckpointHandler):
             if not self._initialized:
                 return False  # a restarted task before its INITSTATE: make the spout recover
             user.pre_prepare(txid)
+            if self._window is not None:
+                self._window.save_to(self.state)
             self.state.prepare_commit(txid)
             self._prepared.extend(self._tracking.take_acked())
         elif action == COMMIT:
@@ -137,12 +142,16 @@ class StatefulBoltAdapter(CheckpointHandler):
             ack = self._collector.ack
             for t in self._prepared:
                 ack(t)
+            if self._window is not None:
+                self._window.released(self._prepared)
             self._prepared = []
         elif action == ROLLBACK:
             if not self._open_state():
                 return False
             user.pre_rollback()
             self.state.rollback()
+            if self._window is not None:
+                self._window.restore_from(self.state)
             if self.exactly_once:
                 # What came before the rollback (it waited for INITSTATE) is rolled back with it:
                 # the spouts rewind and send it again.
@@ -156,6 +165,8 @@ class StatefulBoltAdapter(CheckpointHandler):
             if not self._initialized:
                 if not self._open_state():
                     return False
+                if self._window is not None:
+                    self._window.restore_from(self.state)
                 user.init_state(self.state)
                 self._initialized = True
                 waiting, self._waiting = self._waiting, []

@@ -1,0 +1,163 @@
+"""Runs a windowed bolt on a bolt executor (Storm's WindowedBoltExecutor.java): tuples go into
+the window manager with their time (arrival, or their timestamp field in event time), ticks
+drive time triggers and watermarks, each window goes to the bolt's execute with a collector that
+anchors emits to the window's tuples, and tuples are acked as they leave the window. Late
+tuples (before the last watermark) are emitted on the late tuple stream, or acked and counted."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from executor.adapters import Adapter
+from executor.tuple import DEFAULT_STREAM, Tuple, is_system_id
+from executor.windowing.manager import Step, WindowManager
+from executor.windowing.spec import WindowSpec, window_spec
+from executor.windowing.watermarks import WatermarkGenerator
+from executor.windowing.window import TupleWindow
+
+log = logging.getLogger(__name__)
+
+
+class WindowedCollector:
+    """The collector a windowed bolt sees: an emit without anchors is anchored to every tuple of
+    the window being executed (Storm's WindowedOutputCollector); for a stateful window, to those
+    of its tuples whose acks the checkpoint still holds (a released ack can carry no new edge)."""
+
+    __slots__ = ("_delegate", "window")
+
+    def __init__(self, delegate):
+        self._delegate = delegate
+        self.window: list | None = None
+
+    def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM):
+        return self._delegate.emit(values, self.window if anchors is None else anchors, stream)
+
+    def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM):
+        return self._delegate.emit_direct(task, values, self.window if anchors is None else anchors, stream)
+
+    def ack(self, tup) -> None:
+        pass  # the window acks its tuples when they leave it
+
+    def fail(self, tup) -> None:
+        self._delegate.fail(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._delegate.report_error(exc)
+
+
+class WindowedBoltAdapter(Adapter):
+    """`persistent` (a BaseStatefulWindowedBolt, under a StatefulBoltAdapter): the window's
+    contents are checkpointed with the state (save/restore), so a tuple is acked when it arrives
+    (the ack waits for the commit that holds it) instead of when it leaves the window."""
+
+    WINDOW_KEY = "$window"  # where the window's contents go in the bolt's state
+
+    def __init__(self, user, persistent: bool = False):
+        self.user = user
+        self.persistent = persistent
+        self._held: dict[int, object] = {}  # persistent: id -> tuple whose ack is still held
+        self.spec: WindowSpec | None = None
+        self.late_tuples = 0
+        self._collector = None
+        self._manager: WindowManager | None = None
+        self._watermarks: WatermarkGenerator | None = None
+        self._ts_field: str | None = None
+
+    def prepare(self, conf, context, collector) -> None:
+        self.spec = spec = window_spec(context.this_component_id, conf)
+        self._collector = collector
+        self._manager = WindowManager(spec)
+        if spec.event_time:
+            comp = context.topology.components[context.this_component_id]
+            streams = {(s.source, s.stream) for s in comp.inputs if not is_system_id(s.stream)}
+            self._watermarks = WatermarkGenerator(streams, spec.lag_ms)
+            self._ts_field = spec.timestamp_field
+        self._context = context
+        self._windowed = WindowedCollector(collector)
+        self.user.prepare(conf, context, self._windowed)
+
+    def cleanup(self) -> None:
+        self.user.cleanup()
+
+    def execute(self, tup) -> None:
+        manager = self._manager
+        if tup.is_tick():
+            if self._watermarks is not None:
+                wm = self._watermarks.advance()
+                if wm is not None:
+                    self._run(manager.on_watermark(wm))
+            else:
+                self._run(manager.on_time(time.time() * 1000.0))
+            return
+        if self._watermarks is None:
+            self._arrived(tup)
+            self._run(manager.add(tup, time.time() * 1000.0))
+            return
+        ts = tup.values[tup.fields.index(self._ts_field)]
+        if self._watermarks.track((tup.source_component, tup.source_stream), ts):
+            self._arrived(tup)
+            self._run(manager.add(tup, ts))
+            return
+        self.late_tuples += 1
+        late = self.spec.late_stream
+        if late is not None:
+            self._collector.emit([list(tup.values)], anchors=tup, stream=late)
+        elif self.late_tuples == 1 or self.late_tuples % 1000 == 0:
+            log.info("windowed bolt %s: %d late tuple(s) acked and dropped (with_late_tuple_stream keeps them)",
+                     type(self.user).__name__, self.late_tuples)
+        self._collector.ack(tup)
+
+    def _arrived(self, tup) -> None:
+        if self.persistent:
+            self._held[id(tup)] = tup
+            self._collector.ack(tup)
+
+    def _run(self, step: Step) -> None:
+        windowed = self._windowed
+        held = self._held
+        for f in step.fired:
+            windowed.window = [t for t in f.window if id(t) in held] if self.persistent else f.window
+            try:
+                self.user.execute(TupleWindow(f.window, f.new, f.expired, _ms(f.start), _ms(f.end)))
+            finally:
+                windowed.window = None
+        if not self.persistent:
+            # After the windows: a tuple that left at the second of two windows fired together
+            # was in the first, whose emits anchor to it; its ack must carry those edges.
+            ack = self._collector.ack
+            for t in step.expired:
+                ack(t)
+
+    # ---- persistent windows (a stateful windowed bolt's checkpoints: executor/checkpoint/stateful.py) ----
+    def save_to(self, state) -> None:
+        """Put the window's contents in the state, before it prepares."""
+        state.put(self.WINDOW_KEY, self._manager.snapshot(_encode))
+
+    def restore_from(self, state) -> None:
+        """The window as the state holds it (at init, and after a rollback)."""
+        data = state.get(self.WINDOW_KEY)
+        topology = self._context.topology
+
+        def decode(item):
+            values, task, stream, comp = item
+            return Tuple(values, task, stream, comp, topology.stream_fields(comp, stream), None)
+
+        self._held.clear()
+        self._manager = WindowManager(self.spec)
+        if data is not None:
+            self._manager.restore(data, decode)
+
+    def released(self, tuples) -> None:
+        """Their acks went to the acker (a commit): emits no longer anchor to them."""
+        held = self._held
+        for t in tuples:
+            held.pop(id(t), None)
+
+
+def _encode(tup) -> list:
+    return [list(tup.values), tup.source_task, tup.source_stream, tup.source_component]
+
+
+def _ms(ts: float | None) -> int | None:
+    return None if ts is None else int(ts)

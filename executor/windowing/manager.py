@@ -1,0 +1,155 @@
+"""Which tuples form which window, and when (Storm's WindowManager with its count, time and
+watermark eviction and trigger policies), as a pure object: time is passed in, nothing is read
+from a clock, and each call says which windows fired and which items left the window.
+
+Items are kept in timestamp order (processing time: arrival time). At a trigger with reference
+time R (the tick's time, the triggering tuple's, or a window end under a watermark), the window
+is, of the items with timestamp <= R: those with R - length < ts for a duration window, the
+last `length` for a count window. Older items leave (expire); newer ones wait for a later
+window. A window with no item is not handed to the bolt (Storm's onTrigger returns false).
+
+- processing time, count slide: every `sliding` items the newest one's time triggers;
+- processing time, duration slide: `on_time(now)` every sliding interval (the executor's ticks);
+- event time, duration slide: `on_watermark(wm)` fires every window ending at a multiple of the
+  sliding interval up to the watermark, skipping ahead over spans with no item
+  (WatermarkTimeTriggerPolicy);
+- event time, count slide: every `sliding`-th item (by timestamp) up to the watermark triggers
+  at its timestamp (WatermarkCountTriggerPolicy).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from executor.windowing.spec import WindowSpec
+
+_AFTER = math.inf  # sorts after any sequence number: bisect on (ts, _AFTER) finds "ts <= x" bounds
+
+
+@dataclass(frozen=True)
+class Fired:
+    window: list
+    new: list
+    expired: list
+    start: float | None
+    end: float
+
+
+@dataclass
+class Step:
+    """What one call produced: windows to execute (in order) and items that left (to ack)."""
+
+    fired: list[Fired] = field(default_factory=list)
+    expired: list = field(default_factory=list)
+
+
+class WindowManager:
+    def __init__(self, spec: WindowSpec):
+        self.spec = spec
+        self._events: list[tuple[float, float, Any]] = []   # (ts, seq, item), sorted
+        self._seq = 0
+        self._prev: set[float] = set()                      # seqs of the last window
+        self._expired_since: list = []                       # left since the last window handed out
+        self._since_trigger = 0                              # processing time, count slide
+        self._next_end = 0.0                                 # event time, duration slide
+        self._last_counted = -math.inf                       # event time, count slide
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def add(self, item: Any, ts: float) -> Step:
+        self._seq += 1
+        entry = (ts, self._seq, item)
+        events = self._events
+        if not events or events[-1][:2] <= entry[:2]:
+            events.append(entry)
+        else:  # out of order (event time)
+            bisect.insort(events, entry, key=lambda e: e[:2])
+        step = Step()
+        if not self.spec.event_time and self.spec.sliding_count is not None:
+            self._since_trigger += 1
+            if self._since_trigger >= self.spec.sliding_count:
+                self._since_trigger = 0
+                self._fire(ts, step)
+        return step
+
+    def on_time(self, now: float) -> Step:
+        """Processing time: a tick (every sliding interval of a duration slide)."""
+        step = Step()
+        if not self.spec.event_time and self.spec.sliding_ms is not None:
+            self._fire(now, step)
+        return step
+
+    def on_watermark(self, wm: float) -> Step:
+        """Event time: every tuple at or before `wm` has arrived (or is late)."""
+        step = Step()
+        spec = self.spec
+        if spec.sliding_ms is not None:
+            end = self._next_end
+            while end <= wm:
+                if self._fire(end, step):
+                    end += spec.sliding_ms
+                    continue
+                nxt = self._earliest_after(end, wm)
+                if nxt is None:
+                    break
+                end = nxt if nxt % spec.sliding_ms == 0 else nxt + (spec.sliding_ms - nxt % spec.sliding_ms)
+            self._next_end = end
+        else:
+            lo = bisect.bisect_right(self._events, (self._last_counted, _AFTER), key=lambda e: e[:2])
+            hi = bisect.bisect_right(self._events, (wm, _AFTER), key=lambda e: e[:2])
+            stamps = [self._events[i][0] for i in range(lo, hi)][spec.sliding_count - 1::spec.sliding_count]
+            for ts in stamps:
+                self._fire(ts, step)
+                self._last_counted = ts
+        return step
+
+    def _earliest_after(self, start: float, end: float) -> float | None:
+        i = bisect.bisect_right(self._events, (start, _AFTER), key=lambda e: e[:2])
+        if i < len(self._events) and self._events[i][0] <= end:
+            return self._events[i][0]
+        return None
+
+    def _fire(self, ref: float, step: Step) -> bool:
+        spec = self.spec
+        events = self._events
+        k = bisect.bisect_right(events, (ref, _AFTER), key=lambda e: e[:2])
+        if spec.length_ms is not None:
+            j = bisect.bisect_right(events, (ref - spec.length_ms, _AFTER), key=lambda e: e[:2], hi=k)
+        else:
+            j = max(0, k - spec.length_count)
+        if j:
+            gone = [e[2] for e in events[:j]]
+            del events[:j]
+            k -= j
+            step.expired.extend(gone)
+            self._expired_since.extend(gone)
+        window = events[:k]
+        if not window:
+            return False
+        prev = self._prev
+        step.fired.append(Fired([e[2] for e in window], [e[2] for e in window if e[1] not in prev],
+                                self._expired_since, None if spec.length_ms is None else ref - spec.length_ms, ref))
+        self._prev = {e[1] for e in window}
+        self._expired_since = []
+        return True
+
+    def snapshot(self, encode) -> list:
+        """The manager as plain data (items through `encode`), for a checkpoint."""
+        return [[[e[0], e[1], encode(e[2])] for e in self._events], self._seq, sorted(self._prev),
+                self._since_trigger, self._next_end, None if self._last_counted == -math.inf else self._last_counted]
+
+    def restore(self, data: list, decode) -> None:
+        """Back to a snapshot (items through `decode`); what it held since is dropped."""
+        events, self._seq, prev, self._since_trigger, self._next_end, last = data
+        self._events = [(ts, seq, decode(item)) for ts, seq, item in events]
+        self._prev = set(prev)
+        self._last_counted = -math.inf if last is None else last
+        self._expired_since = []
+
+    def items(self) -> list:
+        """Every item held now, in timestamp order."""
+        return [e[2] for e in self._events]

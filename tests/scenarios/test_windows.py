@@ -1,0 +1,44 @@
+"""Windowed bolts on a LocalCluster and on the dev cluster: the windows a count window and an
+event-time window hand out equal a plain-Python computation of the same windows over the
+tuples that were not late; late tuples go to the late tuple stream; a window's tuples are acked
+as they leave it, and an emit is anchored to them."""
+
+import pytest
+
+pytestmark = pytest.mark.timeout(150)
+
+N, BASE = 200, 1_700_000_000_000  # as topologies/windowed.py
+
+
+def event_ts(n):
+    if n % 7:
+        return BASE + 1000 * n
+    # out of order: within the lag, or late (maybe, while the first windows fill; past 60 surely)
+    return BASE + 1000 * n - (4500 if n <= 60 else 100_000)
+
+
+def test_count_and_event_time_windows_match_a_plain_computation(cluster):
+    run = cluster.submit("windowed.py", "windows")
+    r = run.results
+    run.wait(lambda: len(r.records("count", "window")) == N // 10, "every count window")
+    assert [w["values"] for w in r.records("count", "window")] == [list(range(i, i + 10)) for i in range(1, N, 10)]
+    assert all(w["start"] is None and w["new"] == w["values"] for w in r.records("count", "window"))
+    # A tuple is acked when it has left both windows: the first 190 leave the count window and,
+    # once later watermarks pass, the event-time one.
+    run.wait(lambda: set(range(1, 191)) <= set(r.ids("ack")), lambda: f"acks ({len(r.ids('ack'))})")
+    assert r.ids("fail") == []
+
+    def event_windows_complete():
+        ws = r.records("events", "window")
+        return ws and ws[-1]["end"] >= BASE + 1000 * (N - 6)
+
+    run.wait(event_windows_complete, "the event-time windows up to the last numbers")
+    late = {rec["values"][0][0] for rec in r.records("late", "got")}
+    assert {n for n in range(61, N + 1) if n % 7 == 0} <= late and all(n % 7 == 0 for n in late)
+    on_time = {n: event_ts(n) for n in range(1, N + 1) if n not in late}
+    for w in r.records("events", "window"):
+        want = sorted(n for n, ts in on_time.items() if w["end"] - 3000 < ts <= w["end"])
+        assert sorted(w["values"]) == want, w
+        assert w["start"] == w["end"] - 3000 and w["end"] % 1000 == 0
+    # every emit reached the sink
+    assert len(r.records("sums", "got")) >= N // 10
