@@ -20,6 +20,7 @@ from daemons.cli_options import common_options, topology_conf
 from daemons.cli_report import error_lines
 from executor.errors import AlreadyAliveError, InvalidTopologyError
 from executor.gc_policy import apply_gc_thresholds
+from executor.tuple import is_system_id
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def local(file, duration, name, ui_port, conf, overrides):
     except (InvalidTopologyError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     name = name or default_name(tf.path)
-    spouts = set(tf.topology.spouts)
+    spouts = {s for s in tf.topology.spouts if not is_system_id(s)}  # the user's (not the checkpoint spout)
     # The topology's workers run in this process: it gets their process-wide settings.
     apply_gc_thresholds({**conf, **topo_conf})
     with StopSignals() as stop, LocalCluster(conf) as cluster, _local_ui(cluster, ui_port):

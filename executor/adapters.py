@@ -74,7 +74,7 @@ def adapt_bolt(obj: Any, checkpointed: bool) -> Any:
 
     if isinstance(obj, BaseStatefulBolt):
         windowed = isinstance(obj, BaseWindowedBolt)
-        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, persistent=True) if windowed else None)
+        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True) if windowed else None)
     if isinstance(obj, BasicBolt):
         obj = BasicBoltAdapter(obj)
     elif isinstance(obj, BaseWindowedBolt):

@@ -13,8 +13,10 @@ from word_count_components import TABLE, build_topology
 topology = build_topology(TABLE)
 config = {
     "topology.workers": 1,
-    # A sentence is acked once its counts are committed (count window + a Spark write, ~1-2 s),
-    # so throughput is at most pending / that latency.
+    # A sentence is acked once its counts are in a committed checkpoint and in the table
+    # (count window + checkpoint + a Spark write, ~1-2 s), so throughput is at most pending /
+    # that latency. The counts live in the default state provider (memory); for counts that
+    # survive a worker's death, add -c topology.state.provider=redis (docs/operations.md, "State").
     "topology.max.spout.pending": 20000,
     "topology.message.timeout.secs": 30,
     "spark.master": "local[1]",

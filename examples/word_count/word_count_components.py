@@ -1,10 +1,11 @@
 """Components of the word-count example (importable from the topology file's directory).
 
-sentences -> split -> count -> store. The count bolt keeps running counts and, once per window,
-emits (run, word, count) for every word it saw in the window, anchored to the inputs that
-contributed to it; the SparkSinkBolt acks those rows only once they are committed to the table.
-So a sentence is acked only when its counts are in the table (at-least-once), while the table
-gets one row per word per window rather than one per occurrence.
+sentences -> split -> count -> store. The count bolt (a stateful windowed bolt) keeps running
+counts in its checkpointed state and, once per window, emits (run, word, count) for every word it
+saw in the window, anchored to the inputs that contributed to it; the SparkSinkBolt acks those
+rows only once they are committed to the table. So a sentence is acked only when its counts are
+in the table and in a committed checkpoint (at-least-once), while the table gets one row per word
+per window rather than one per occurrence.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import itertools
 import os
 import random
 import tempfile
+import uuid
 
-from executor.api import BasicBolt, Bolt, Spout, TopologyBuilder
+from executor.api import BaseStatefulWindowedBolt, BasicBolt, Duration, Spout, TopologyBuilder
 from executor.sinks.spark import SparkSinkBolt
 
 SENTENCES = [
@@ -83,43 +85,46 @@ class SplitSentenceBolt(BasicBolt):
             collector.emit([word])
 
 
-class CountBolt(Bolt):
-    """Running count per word, emitted once per window (tick) anchored to the window's inputs."""
+class CountBolt(BaseStatefulWindowedBolt):
+    """Running count per word in its state, updated once per tumbling window: for every word of
+    the window it emits (run, word, count) anchored to the window's tuples of that word. The
+    counts and the window's own contents are checkpointed: with a durable state provider
+    (topology.state.provider: redis) they survive a worker's death, a rebalance and a restart of
+    the topology under the same name; with the default (memory) a restarted task starts a new run."""
 
     def __init__(self, window_secs: float = 0.5):
-        self.window_secs = window_secs
-
-    def get_component_configuration(self):
-        return {"topology.tick.tuple.freq.secs": self.window_secs}
+        super().__init__()
+        self.with_tumbling_window(Duration(window_secs))
 
     def declare_output_fields(self, declarer):
         declarer.declare(["run", "word", "count"])
 
     def prepare(self, conf, context, collector):
         self.collector = collector
-        self.run = str(conf.get("storm.id") or "run")
-        self.counts = {}
-        self.window = {}  # word -> input tuples not yet acked
+        self.fresh_run = f"{conf.get('storm.id') or 'run'}-{context.this_task_id}-{uuid.uuid4().hex[:8]}"
 
-    def execute(self, tup):
-        if tup.is_tick():
-            self.flush()
-            return
-        word = tup.values[0]
-        self.counts[word] = self.counts.get(word, 0) + 1
-        held = self.window.get(word)
-        if held is None:
-            self.window[word] = [tup]
-        else:
-            held.append(tup)
+    def init_state(self, state):
+        self.state = state
+        # The run a count belongs to is the state's: a state that lives on (redis) keeps adding
+        # to its run, a fresh one (a restarted task's memory state) starts another.
+        self.run = state.get(RUN_KEY)
+        if self.run is None:
+            self.run = self.fresh_run
+            state.put(RUN_KEY, self.run)
 
-    def flush(self):
-        window, self.window = self.window, {}
-        for word, inputs in window.items():
-            # The row completes every input's tree only once the sink has committed it.
-            self.collector.emit([self.run, word, self.counts[word]], anchors=inputs)
-            for t in inputs:
-                self.collector.ack(t)
+    def execute(self, window):
+        by_word: dict[str, list] = {}
+        for t in window.get():
+            by_word.setdefault(t.values[0], []).append(t)
+        state = self.state
+        for word, inputs in by_word.items():
+            count = state.get(word, 0) + len(inputs)
+            state.put(word, count)
+            # The row completes its inputs' trees only once the sink has committed it.
+            self.collector.emit([self.run, word, count], anchors=inputs)
+
+
+RUN_KEY = "$run"
 
 
 def build_topology(table: str = TABLE, spout=None, sink_options=None):

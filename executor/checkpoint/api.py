@@ -39,10 +39,11 @@ class BaseStatefulSpout(Spout):
 
 
 class BaseStatefulWindowedBolt(BaseWindowedBolt, BaseStatefulBolt):
-    """A windowed bolt with state (Storm's IStatefulWindowedBolt, persistent): `init_state(state)`
-    before the first window; the window's own contents are checkpointed with the state, so after
-    a failure both come back as of the last commit. Tuples are acked once the checkpoint holding
-    them commits."""
+    """A windowed bolt with state (Storm's IStatefulWindowedBolt): `init_state(state)` before the
+    first window. A tuple is acked once the window(s) it belongs to executed (a tumbling window's
+    right after it) and the checkpoint holding the state they updated committed. In exactly-once
+    mode the window's own contents are checkpointed with the state too, so that after a failure
+    both come back as of the last commit."""
 
     def execute(self, window) -> None:
         raise NotImplementedError(f"{type(self).__name__}.execute")

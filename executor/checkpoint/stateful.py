@@ -78,7 +78,7 @@ class StatefulBoltAdapter(CheckpointHandler):
         self._prepared: list = []       # held acks of the transaction being prepared
         self._tracking: AckTrackingCollector | None = None
         self._next_open = 0.0
-        # a stateful windowed bolt: its window is checkpointed with the state
+        # a stateful windowed bolt: in exactly-once mode its window is checkpointed with the state
         self._window = inner if isinstance(inner, WindowedBoltAdapter) else None
 
     def prepare_inner(self, conf, context, collector) -> None:
@@ -130,7 +130,7 @@ class StatefulBoltAdapter(CheckpointHandler):
             if not self._initialized:
                 return False  # a restarted task before its INITSTATE: make the spout recover
             user.pre_prepare(txid)
-            if self._window is not None:
+            if self._window is not None and self.exactly_once:
                 self._window.save_to(self.state)
             self.state.prepare_commit(txid)
             self._prepared.extend(self._tracking.take_acked())
@@ -142,15 +142,13 @@ class StatefulBoltAdapter(CheckpointHandler):
             ack = self._collector.ack
             for t in self._prepared:
                 ack(t)
-            if self._window is not None:
-                self._window.released(self._prepared)
             self._prepared = []
         elif action == ROLLBACK:
             if not self._open_state():
                 return False
             user.pre_rollback()
             self.state.rollback()
-            if self._window is not None:
+            if self._window is not None and self.exactly_once:
                 self._window.restore_from(self.state)
             if self.exactly_once:
                 # What came before the rollback (it waited for INITSTATE) is rolled back with it:
@@ -165,7 +163,7 @@ class StatefulBoltAdapter(CheckpointHandler):
             if not self._initialized:
                 if not self._open_state():
                     return False
-                if self._window is not None:
+                if self._window is not None and self.exactly_once:
                     self._window.restore_from(self.state)
                 user.init_state(self.state)
                 self._initialized = True

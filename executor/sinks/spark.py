@@ -94,6 +94,7 @@ from executor.sinks._log import Snapshot
 from executor.sinks._read import entries_frame, table_schema
 from executor.sinks._session import SparkStartError, sessions, use_session
 from executor.sinks._writer import Batch, BatchWriter, TableWriter, WriteResult
+from executor.tuple import is_system_id
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,8 @@ class SparkSinkBolt(Bolt):
         spec = topology.components.get(context.this_component_id) if topology is not None else None
         if spec is None or not spec.inputs:
             return None
-        declared = {tuple(topology.stream_fields(s.source, s.stream)) for s in spec.inputs}
+        # (system streams, such as the checkpoint stream its executor handles, carry no rows)
+        declared = {tuple(topology.stream_fields(s.source, s.stream)) for s in spec.inputs if not is_system_id(s.stream)}
         if len(declared) > 1:
             raise ValueError(f"SparkSinkBolt {context.this_component_id!r}: its inputs declare different fields "
                              f"{sorted(declared)}; pass fields=[...] to choose the columns")

@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 
 class WindowedCollector:
     """The collector a windowed bolt sees: an emit without anchors is anchored to every tuple of
-    the window being executed (Storm's WindowedOutputCollector); for a stateful window, to those
-    of its tuples whose acks the checkpoint still holds (a released ack can carry no new edge)."""
+    the window being executed (Storm's WindowedOutputCollector). A window's tuples are not acked
+    before it has executed, so every anchor still takes new edges."""
 
     __slots__ = ("_delegate", "window")
 
@@ -37,7 +37,7 @@ class WindowedCollector:
         return self._delegate.emit_direct(task, values, self.window if anchors is None else anchors, stream)
 
     def ack(self, tup) -> None:
-        pass  # the window acks its tuples when they leave it
+        pass  # the window acks its tuples
 
     def fail(self, tup) -> None:
         self._delegate.fail(tup)
@@ -47,16 +47,19 @@ class WindowedCollector:
 
 
 class WindowedBoltAdapter(Adapter):
-    """`persistent` (a BaseStatefulWindowedBolt, under a StatefulBoltAdapter): the window's
-    contents are checkpointed with the state (save/restore), so a tuple is acked when it arrives
-    (the ack waits for the commit that holds it) instead of when it leaves the window."""
+    """`stateful` (a BaseStatefulWindowedBolt, under a StatefulBoltAdapter whose collector holds
+    acks until the commit): a tumbling window's tuples are acked as soon as their window has
+    executed, so that the commit holding the state it updated also releases their acks (acked
+    only when they leave, at the next window, a crash in between would count them twice). In
+    exactly-once mode the window's contents are also checkpointed with the state (save_to,
+    restore_from), so that a rollback brings back the window as of the last commit."""
 
     WINDOW_KEY = "$window"  # where the window's contents go in the bolt's state
 
-    def __init__(self, user, persistent: bool = False):
+    def __init__(self, user, stateful: bool = False):
         self.user = user
-        self.persistent = persistent
-        self._held: dict[int, object] = {}  # persistent: id -> tuple whose ack is still held
+        self.stateful = stateful
+        self._acked: set[int] = set()  # stateful tumbling: ids of tuples acked after their window
         self.spec: WindowSpec | None = None
         self.late_tuples = 0
         self._collector = None
@@ -74,6 +77,8 @@ class WindowedBoltAdapter(Adapter):
             self._watermarks = WatermarkGenerator(streams, spec.lag_ms)
             self._ts_field = spec.timestamp_field
         self._context = context
+        self._ack_after_window = self.stateful and spec.length_count == spec.sliding_count \
+            and spec.length_ms == spec.sliding_ms
         self._windowed = WindowedCollector(collector)
         self.user.prepare(conf, context, self._windowed)
 
@@ -91,12 +96,10 @@ class WindowedBoltAdapter(Adapter):
                 self._run(manager.on_time(time.time() * 1000.0))
             return
         if self._watermarks is None:
-            self._arrived(tup)
             self._run(manager.add(tup, time.time() * 1000.0))
             return
         ts = tup.values[tup.fields.index(self._ts_field)]
         if self._watermarks.track((tup.source_component, tup.source_stream), ts):
-            self._arrived(tup)
             self._run(manager.add(tup, ts))
             return
         self.late_tuples += 1
@@ -108,34 +111,38 @@ class WindowedBoltAdapter(Adapter):
                      type(self.user).__name__, self.late_tuples)
         self._collector.ack(tup)
 
-    def _arrived(self, tup) -> None:
-        if self.persistent:
-            self._held[id(tup)] = tup
-            self._collector.ack(tup)
-
     def _run(self, step: Step) -> None:
         windowed = self._windowed
-        held = self._held
+        ack = self._collector.ack
         for f in step.fired:
-            windowed.window = [t for t in f.window if id(t) in held] if self.persistent else f.window
+            windowed.window = f.window
             try:
                 self.user.execute(TupleWindow(f.window, f.new, f.expired, _ms(f.start), _ms(f.end)))
             finally:
                 windowed.window = None
-        if not self.persistent:
-            # After the windows: a tuple that left at the second of two windows fired together
-            # was in the first, whose emits anchor to it; its ack must carry those edges.
-            ack = self._collector.ack
-            for t in step.expired:
-                ack(t)
+            if self._ack_after_window:
+                acked = self._acked
+                for t in f.window:
+                    acked.add(id(t))
+                    ack(t)
+        # After the windows: a tuple that left at the second of two windows fired together was
+        # in the first, whose emits anchor to it; its ack must carry those edges.
+        acked = self._acked
+        for t in step.expired:
+            if acked:
+                if id(t) in acked:
+                    acked.discard(id(t))
+                    continue
+            ack(t)
 
-    # ---- persistent windows (a stateful windowed bolt's checkpoints: executor/checkpoint/stateful.py) ----
+    # ---- checkpointed windows (exactly-once: executor/checkpoint/stateful.py) ----
     def save_to(self, state) -> None:
         """Put the window's contents in the state, before it prepares."""
         state.put(self.WINDOW_KEY, self._manager.snapshot(_encode))
 
     def restore_from(self, state) -> None:
-        """The window as the state holds it (at init, and after a rollback)."""
+        """The window as the state holds it (at init, and after a rollback); the tuples it held
+        since were rolled back with everything else (the spouts send them again)."""
         data = state.get(self.WINDOW_KEY)
         topology = self._context.topology
 
@@ -143,16 +150,10 @@ class WindowedBoltAdapter(Adapter):
             values, task, stream, comp = item
             return Tuple(values, task, stream, comp, topology.stream_fields(comp, stream), None)
 
-        self._held.clear()
+        self._acked.clear()
         self._manager = WindowManager(self.spec)
         if data is not None:
             self._manager.restore(data, decode)
-
-    def released(self, tuples) -> None:
-        """Their acks went to the acker (a commit): emits no longer anchor to them."""
-        held = self._held
-        for t in tuples:
-            held.pop(id(t), None)
 
 
 def _encode(tup) -> list:
