@@ -9,6 +9,7 @@ import logging
 import time
 from collections import deque
 
+from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM,
@@ -25,13 +26,11 @@ log = logging.getLogger(__name__)
 
 _TX_KEY = "__state"
 _MIN_INTERVAL_MS = 100       # as Storm: a shorter interval is raised to this
-_REOPEN_SECS = 1.0           # between tries to reach a state provider that was unavailable
 
 
 class CheckpointSpout(Spout):
     def __init__(self):
         self._collector = None
-        self._conf: dict = {}
         self._namespace = ""
         self._state = None
         self._tx: TxState = INITIAL
@@ -39,7 +38,7 @@ class CheckpointSpout(Spout):
         self._last_checkpoint = 0.0
         self._recovering = True
         self._in_progress = False
-        self._next_open = 0.0
+        self._opener: StateOpener | None = None
         self._save_seq = 0
         # exactly-once: the stateful spouts' tasks carry each step to the bolts; any failure
         # rolls the whole topology back (always first thing in a recovery)
@@ -61,8 +60,8 @@ class CheckpointSpout(Spout):
 
     def open(self, conf, context, collector) -> None:
         self._collector = collector
-        self._conf = conf
         self._namespace = state_namespace(conf, context)
+        self._opener = StateOpener(conf, self._namespace, self._report)
         self._interval = max(_MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms") or 1000)) / 1000
         self._recovering = True
         self._in_progress = False
@@ -78,19 +77,17 @@ class CheckpointSpout(Spout):
         reported and tried again later instead of failing the spout."""
         if self._state is not None:
             return True
-        now = time.monotonic()
-        if now < self._next_open:
+        state = self._opener.open()
+        if state is None:
             return False
-        self._next_open = now + _REOPEN_SECS
-        from executor.state.provider import open_state
         try:
-            state = open_state(self._conf, self._namespace)
             if state.prepared_txid() is not None:
                 state.rollback()  # a save cut short: its record was never the spout's
             raw = state.get(_TX_KEY)
             tx = INITIAL if raw is None else TxState.from_wire(raw)
         except Exception as exc:
             self._report(exc)
+            self._opener.state = None  # opened again, a second later
             return False
         self._state, self._tx = state, tx
         if raw is None:

@@ -9,11 +9,11 @@ before it might still be lost (a failure instead rolls everything back to the la
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from random import getrandbits
 
 from executor.adapters import Adapter
+from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_COMPONENT,
     CHECKPOINT_STREAM,
@@ -28,8 +28,6 @@ from executor.tuple import Tuple
 
 log = logging.getLogger(__name__)
 
-_REOPEN_SECS = 1.0
-
 
 class StatefulSpoutAdapter(Adapter):
     """Runs a BaseStatefulSpout: nothing is emitted before its state is initialised."""
@@ -38,33 +36,16 @@ class StatefulSpoutAdapter(Adapter):
         self.user = user
         self.state = None
         self.initialized = False
-        self._conf: dict = {}
-        self._namespace = ""
-        self._collector = None
-        self._next_open = 0.0
+        self._opener: StateOpener | None = None
 
     def open(self, conf, context, collector) -> None:
-        self._conf = conf
-        self._collector = collector
-        self._namespace = state_namespace(conf, context)
+        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self.user.open(conf, context, collector)
         self._open_state()
 
     def _open_state(self) -> bool:
-        if self.state is not None:
-            return True
-        now = time.monotonic()
-        if now < self._next_open:
-            return False
-        self._next_open = now + _REOPEN_SECS
-        from executor.state.provider import open_state
-        try:
-            self.state = open_state(self._conf, self._namespace)
-        except Exception as exc:
-            log.warning("stateful spout %s: %s", self._namespace, exc)
-            self._collector.report_error(exc)
-            return False
-        return True
+        self.state = self._opener.open()
+        return self.state is not None
 
     def next_tuple(self) -> None:
         if self.initialized:

@@ -11,9 +11,9 @@ spout then recovers, retrying until it is back, and no committed update is lost.
 from __future__ import annotations
 
 import logging
-import time
 
 from executor.checkpoint.forwarder import CheckpointHandler
+from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, state_namespace
 from executor.errors import EmitError
 from executor.state.errors import StateUnavailableError
@@ -21,8 +21,6 @@ from executor.tuple import DEFAULT_STREAM
 from executor.windowing.adapter import WindowedBoltAdapter
 
 log = logging.getLogger(__name__)
-
-_REOPEN_SECS = 1.0
 
 
 class AckTrackingCollector:
@@ -71,19 +69,16 @@ class StatefulBoltAdapter(CheckpointHandler):
         super().__init__(user if inner is None else inner)
         self.user = user
         self.state = None
-        self._conf: dict = {}
-        self._namespace = ""
+        self._opener: StateOpener | None = None
         self._initialized = False
         self._waiting: list = []        # tuples that came before INITSTATE
         self._prepared: list = []       # held acks of the transaction being prepared
         self._tracking: AckTrackingCollector | None = None
-        self._next_open = 0.0
         # a stateful windowed bolt: in exactly-once mode its window is checkpointed with the state
         self._window = inner if isinstance(inner, WindowedBoltAdapter) else None
 
     def prepare_inner(self, conf, context, collector) -> None:
-        self._conf = conf
-        self._namespace = state_namespace(conf, context)
+        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self._tracking = AckTrackingCollector(collector, f"{context.this_component_id!r} task {context.this_task_id}",
                                               hold_acks=not self.exactly_once)
         self._inner.prepare(conf, context, self._tracking)
@@ -92,20 +87,8 @@ class StatefulBoltAdapter(CheckpointHandler):
     def _open_state(self) -> bool:
         """The last committed state; an unreachable provider is reported and tried again at the
         next checkpoint action (the spout keeps recovering until every bolt has its state)."""
-        if self.state is not None:
-            return True
-        now = time.monotonic()
-        if now < self._next_open:
-            return False
-        self._next_open = now + _REOPEN_SECS
-        from executor.state.provider import open_state
-        try:
-            self.state = open_state(self._conf, self._namespace)
-        except Exception as exc:
-            log.warning("stateful bolt %s: %s", self._namespace, exc)
-            self._collector.report_error(exc)
-            return False
-        return True
+        self.state = self._opener.open()
+        return self.state is not None
 
     # ---- data ----
     def handle_data(self, batch) -> None:

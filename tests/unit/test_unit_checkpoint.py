@@ -129,3 +129,20 @@ def test_alignment_gives_up_when_another_transaction_arrives_from_a_silent_input
     assert order == [("execute", 1, "held"), ("emit", CHECKPOINT_STREAM, [0, ROLLBACK])]
     fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])  # the txid again, counted afresh
     assert c.events[-2] == ("emit", CHECKPOINT_STREAM, [0, PREPARE])
+
+
+def test_a_state_that_cannot_be_opened_is_reported_and_tried_again_a_second_later():
+    from executor.checkpoint.opener import StateOpener
+
+    now = [100.0]
+    reports = []
+    conf = {"topology.state.provider": "redis", "topology.state.provider.config": {"host": "127.0.0.1", "port": 1,
+                                                                                    "timeout": 0.5}}
+    opener = StateOpener(conf, "t/c-1", reports.append, clock=lambda: now[0])
+    assert opener.open() is None and len(reports) == 1 and "127.0.0.1:1" in str(reports[0])
+    assert opener.open() is None and len(reports) == 1  # not before a second has passed
+    now[0] += 1.0
+    assert opener.open() is None and len(reports) == 2
+    opener.conf = {"topology.state.provider": "memory"}
+    now[0] += 1.0
+    assert opener.open() is not None and opener.open() is opener.state
