@@ -35,6 +35,17 @@ from executor.state.errors import StateTransactionError
 log = logging.getLogger(__name__)
 
 _MISSING = object()
+_DELETED = object()   # a deletion in the pending or prepared layer
+_ABSENT = object()    # in the committed cache: a key known to have no committed value
+
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1  # what msgpack's ints carry
+
+
+class _Packed(bytes):
+    """A value msgpack-encoded at `put` (a list, dict, ...): `get` decodes a fresh copy, so a
+    change to the object after `put` never reaches the state."""
+
+    __slots__ = ()
 
 
 def _check_txid(namespace: str, txid: Any) -> int:
@@ -43,75 +54,141 @@ def _check_txid(namespace: str, txid: Any) -> int:
     return txid
 
 
+def _from_stored(ev: bytes) -> Any:
+    """A provider's value bytes in the layers' form (scalars as themselves, the rest packed)."""
+    v = decode(ev)
+    return v if v is None or type(v) in _SCALARS else _Packed(ev)
+
+
+def _ik_from_stored(ek: bytes) -> Any:
+    k = decode(ek)
+    return k if type(k) is str else ek
+
+
+_SCALARS = frozenset({str, int, float, bool, bytes})
+
+
 class KeyValueState:
-    """A component's key-value state; keys and values are anything msgpack can carry."""
+    """A component's key-value state; keys and values are anything msgpack can carry.
+
+    Inside, the three layers hold keys as themselves when they are str (the common case) and as
+    their msgpack bytes otherwise (str and bytes never compare equal, so the two cannot meet),
+    and values as themselves when immutable scalars, else packed at `put`: the per-tuple
+    get/put costs a dict lookup, and msgpack runs only for the provider, at prepare and fetch.
+    """
+
+    # Whether the provider's hooks need the changes as msgpack bytes (the memory provider keeps
+    # nothing behind the layers and does not).
+    _stores_bytes = True
 
     def __init__(self, namespace: str, *, committed_txid: int | None = None,
                  prepared_txid: int | None = None, prepared: Mapping[bytes, bytes] | None = None,
                  complete: bool = True):
         self.namespace = namespace
-        self._pending: dict[bytes, bytes] = {}
-        self._prepared: dict[bytes, bytes] = dict(prepared or {})
+        self._pending: dict[Any, Any] = {}
+        self._prepared: dict[Any, Any] = {
+            _ik_from_stored(ek): (_DELETED if ev == TOMBSTONE else _from_stored(ev))
+            for ek, ev in (prepared or {}).items()}
         self._prepared_txid = prepared_txid
         self._committed_txid = committed_txid
-        # committed values known here: bytes, or None for a key known to be absent
-        self._cache: dict[bytes, bytes | None] = {}
+        # committed values known here (or _ABSENT for a key known to have none)
+        self._cache: dict[Any, Any] = {}
         # whether _cache holds every committed key (then a key not in it is absent)
         self._complete = complete
 
     # ------------------------------------------------------------------ the map
 
+    def _ik(self, key: Any) -> Any:
+        return key if type(key) is str else encode_key(self.namespace, key)
+
     def put(self, key: Any, value: Any) -> None:
-        ek = encode_key(self.namespace, key)
-        self._pending[ek] = encode_value(self.namespace, key, value)
+        ns = self.namespace
+        if type(key) is str:
+            ik = key
+            if not key.isascii():
+                encode_key(ns, key)  # a lone surrogate is refused now, naming the key, not at prepare
+        else:
+            ik = encode_key(ns, key)
+        t = type(value)
+        if t is str:
+            if not value.isascii():
+                encode_value(ns, key, value)
+            self._pending[ik] = value
+        elif value is None or t is float or t is bool or t is bytes or (t is int and _INT_MIN <= value <= _INT_MAX):
+            self._pending[ik] = value
+        else:
+            self._pending[ik] = _Packed(encode_value(ns, key, value))
 
     def get(self, key: Any, default: Any = None) -> Any:
-        raw = self._lookup(encode_key(self.namespace, key))
-        return default if raw is None else decode(raw)
+        v = self._lookup(key if type(key) is str else encode_key(self.namespace, key))
+        if v is _MISSING:
+            return default
+        return decode(v) if type(v) is _Packed else v
 
     def delete(self, key: Any) -> Any:
         """Remove `key`; returns the value it had (None if none), as Storm's delete."""
-        ek = encode_key(self.namespace, key)
-        raw = self._lookup(ek)
-        self._pending[ek] = TOMBSTONE
-        return None if raw is None else decode(raw)
+        ik = self._ik(key)
+        v = self._lookup(ik)
+        self._pending[ik] = _DELETED
+        if v is _MISSING:
+            return None
+        return decode(v) if type(v) is _Packed else v
 
     def keys(self) -> list[Any]:
         """Every key with a value (a snapshot list: the state may change while it is used)."""
-        return [decode(ek) for ek, _ in self._live()]
+        return [ik if type(ik) is str else decode(ik) for ik, _ in self._live()]
 
     def items(self) -> list[tuple[Any, Any]]:
         """Every (key, value) pair (a snapshot list)."""
-        return [(decode(ek), decode(ev)) for ek, ev in self._live()]
+        return [(ik if type(ik) is str else decode(ik), decode(v) if type(v) is _Packed else v)
+                for ik, v in self._live()]
 
-    def _lookup(self, ek: bytes) -> bytes | None:
-        raw = self._pending.get(ek, _MISSING)
-        if raw is _MISSING:
-            raw = self._prepared.get(ek, _MISSING)
-        if raw is _MISSING:
-            raw = self._committed(ek)
-        return None if raw is None or raw == TOMBSTONE else raw
+    def _lookup(self, ik: Any) -> Any:
+        """The value `get` sees in the layers' form, or _MISSING."""
+        v = self._pending.get(ik, _MISSING)
+        if v is _MISSING:
+            v = self._prepared.get(ik, _MISSING)
+            if v is _MISSING:
+                v = self._committed(ik)
+        return _MISSING if v is _DELETED or v is _ABSENT else v
 
-    def _committed(self, ek: bytes) -> bytes | None:
-        if ek in self._cache:
-            return self._cache[ek]
-        if self._complete:
-            return None
-        raw = self._fetch(ek)
-        self._cache[ek] = raw
-        return raw
+    def _committed(self, ik: Any) -> Any:
+        v = self._cache.get(ik, _MISSING)
+        if v is not _MISSING or self._complete:
+            return v
+        raw = self._fetch(ik if type(ik) is bytes else encode_key(self.namespace, ik))
+        v = self._cache[ik] = _ABSENT if raw is None else _from_stored(raw)
+        return v
 
-    def _live(self) -> Iterator[tuple[bytes, bytes]]:
+    def _live(self) -> Iterator[tuple[Any, Any]]:
         if not self._complete:
-            self._cache.update(self._fetch_all())
+            for ek, ev in self._fetch_all():
+                ik = _ik_from_stored(ek)
+                if self._cache.get(ik, _MISSING) is _MISSING:
+                    self._cache[ik] = _from_stored(ev)
             self._complete = True  # one writer per namespace: the scan saw every committed key
         changes = {**self._prepared, **self._pending}
-        for ek, ev in self._cache.items():
-            if ev is not None and ek not in changes:
-                yield ek, ev
-        for ek, ev in changes.items():
-            if ev != TOMBSTONE:
-                yield ek, ev
+        for ik, v in self._cache.items():
+            if v is not _ABSENT and ik not in changes:
+                yield ik, v
+        for ik, v in changes.items():
+            if v is not _DELETED:
+                yield ik, v
+
+    def _to_stored(self, layer: Mapping[Any, Any]) -> dict[bytes, bytes]:
+        """A layer's changes as the provider stores them: msgpack keys and values, TOMBSTONE for
+        a deletion."""
+        ns = self.namespace
+        out = {}
+        for ik, v in layer.items():
+            ek = ik if type(ik) is bytes else encode_key(ns, ik)
+            if v is _DELETED:
+                out[ek] = TOMBSTONE
+            elif type(v) is _Packed:
+                out[ek] = bytes(v)
+            else:
+                out[ek] = encode_value(ns, ik, v)
+        return out
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -134,7 +211,8 @@ class KeyValueState:
         if fresh and self._committed_txid is not None and txid <= self._committed_txid:
             log.warning("state %r: preparing txid %d, not after the committed txid %d (was the "
                         "checkpoint record reset?)", self.namespace, txid, self._committed_txid)
-        self._store_prepare(txid, self._pending, fresh)  # raises: nothing changed here
+        changes = self._to_stored(self._pending) if self._stores_bytes else {}
+        self._store_prepare(txid, changes, fresh)  # raises: nothing changed here
         if fresh:
             self._prepared = self._pending
         else:
@@ -158,13 +236,14 @@ class KeyValueState:
                 f"state {self.namespace!r}: cannot commit txid {txid}: the prepared txid is "
                 f"{self._prepared_txid}")
         self._store_commit(txid, self._prepared)  # raises: nothing changed here
-        for ek, ev in self._prepared.items():
-            if ev != TOMBSTONE:
-                self._cache[ek] = ev
+        cache = self._cache
+        for ik, v in self._prepared.items():
+            if v is not _DELETED:
+                cache[ik] = v
             elif self._complete:
-                self._cache.pop(ek, None)
+                cache.pop(ik, None)
             else:
-                self._cache[ek] = None
+                cache[ik] = _ABSENT
         self._prepared, self._prepared_txid, self._committed_txid = {}, None, txid
         log.debug("state %r: committed txid %d", self.namespace, txid)
 
@@ -195,9 +274,10 @@ class KeyValueState:
         """Record `changes` as prepared for `txid`: replacing any prepared record when `fresh`,
         added to the prepared ones of the same txid otherwise. Atomic."""
 
-    def _store_commit(self, txid: int, prepared: Mapping[bytes, bytes] | None) -> None:
-        """Apply the prepared changes of `txid` to the committed ones and record `txid` as
-        committed (prepared is None: nothing is prepared, only record it). Atomic, idempotent."""
+    def _store_commit(self, txid: int, prepared: Mapping[Any, Any] | None) -> None:
+        """Apply the prepared changes of `txid` (recorded by `_store_prepare`) to the committed
+        ones and record `txid` as committed (prepared is None: nothing is prepared, only record
+        it; otherwise the layer, in its internal form). Atomic, idempotent."""
 
     def _store_rollback(self) -> None:
         """Forget the prepared record. Idempotent."""

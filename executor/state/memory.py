@@ -11,5 +11,7 @@ class InMemoryKeyValueState(KeyValueState):
     """The base class's layers with nothing behind them: the committed cache is the committed
     state (complete from the start), and prepare/commit/rollback never fail."""
 
+    _stores_bytes = False
+
     def __init__(self, namespace: str):
         super().__init__(namespace, complete=True)

@@ -96,6 +96,37 @@ def test_values_are_copies(open_ns):
     assert state.get("list") == [1, 2]
 
 
+def test_a_value_changed_after_put_is_not_changed_in_the_state(open_ns):
+    state = open_ns()
+    value = {"words": ["a"]}
+    state.put("doc", value)
+    value["words"].append("b")  # the state keeps what was put, as if it were written at once
+    state.prepare_commit(1)
+    state.commit(1)
+    assert state.get("doc") == {"words": ["a"]}
+
+
+def test_every_value_kind_round_trips_through_a_commit(open_ns):
+    state = open_ns()
+    kinds = {"s": "é", "i": -(2**63), "u": 2**64 - 1, "f": 1.5, "t": True, "n": None, "b": b"\x00",
+             "l": [1, "x"], "d": {"k": [1.0]}, 7: "int key", b"k": "bytes key", ("t", 1): "list key"}
+    for k, v in kinds.items():
+        state.put(k, v)
+    state.prepare_commit(1)
+    state.commit(1)
+    for k, v in kinds.items():
+        got = state.get(k, "missing")
+        assert got == v and type(got) is type(v), k
+
+
+@pytest.mark.parametrize("key, value", [("\ud800", 1), ("k", "\udfff")])
+def test_a_str_msgpack_cannot_carry_is_refused_at_put(open_ns, key, value):
+    state = open_ns("counter-3")
+    with pytest.raises(StateValueError, match="'counter-3'"):
+        state.put(key, value)
+    assert list(state.keys()) == []
+
+
 @pytest.mark.parametrize("value", [{1, 2}, object(), 2**70, {"inner": {1, 2}}])
 def test_a_value_msgpack_cannot_carry_is_refused_at_put_naming_the_key(open_ns, value):
     state = open_ns("counter-3")

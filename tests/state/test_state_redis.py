@@ -48,6 +48,26 @@ def test_committed_values_survive_a_new_open_and_uncommitted_ones_do_not(states)
     assert sorted(again.keys(), key=repr) == sorted(["a", [2, 3]], key=repr)
 
 
+def test_every_value_kind_survives_a_new_open(states):
+    kinds = {"s": "é", "i": -(2**63), "f": 1.5, "t": False, "n": None, "b": b"\x00", "l": [1, "x"],
+             7: "int key", b"k": "bytes key", ("t", 1): {"nested": [None]}}
+    first = states()
+    for k, v in kinds.items():
+        first.put(k, v)
+    first.prepare_commit(1)
+    first.delete("s")  # prepared again below: a deletion reaches Redis too
+    first.prepare_commit(1)
+    first.commit(1)
+    first.close()
+    again = states()
+    del kinds["s"]
+    assert again.get("s", "gone") == "gone"
+    for k, v in kinds.items():
+        got = again.get(k, "missing")
+        assert got == v and type(got) is type(v), k
+    assert len(again.items()) == len(kinds)
+
+
 def test_the_memory_provider_is_not_durable():
     conf = {"topology.state.provider": "memory"}
     first = open_state(conf, "sum-1")
