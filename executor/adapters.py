@@ -52,6 +52,11 @@ class Adapter:
     def release_on_death(self) -> None:
         pass
 
+    def gauges(self) -> dict[str, float]:
+        """Numbers of this task's kind of component for its stats record (a windowed bolt's late
+        tuples, ...); the executor adds its tasks' together."""
+        return {}
+
 
 def user_component(obj: Any) -> Any:
     """The user's component inside however many adapters wrap it."""

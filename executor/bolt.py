@@ -225,6 +225,18 @@ class BoltExecutor(ExecutorBase):
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
 
+    def gauges(self) -> dict:
+        g = super().gauges()
+        extra: dict[str, float] = {}
+        for task in self.task_ids:
+            obj = self.w.objs.get(task)
+            if isinstance(obj, Adapter):
+                for k, v in obj.gauges().items():
+                    extra[k] = extra.get(k, 0) + v
+        if extra:
+            g["extra"] = extra
+        return g
+
     # ---- emit path (hot) ----
     def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
         counts = out.counts

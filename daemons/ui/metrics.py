@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from daemons.rpc.protocol import REMOTE_ERRORS
 from daemons.ui.nimbus_calls import NimbusCalls
-from daemons.ui.views import checkpoints, records_by_component
+from daemons.ui.views import checkpoints, records_by_component, windows
 from executor import stats as st
 from executor.stats_windows import ALL_TIME
 
@@ -73,6 +73,10 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
                                    "Mean checkpoint latency, PREPARE sent to COMMIT done", labels=["topology"])
     cp_rollbacks = CounterMetricFamily("storm_checkpoint_rollbacks", "Rollbacks to the last commit",
                                        labels=["topology"])
+    win_events = GaugeMetricFamily("storm_window_events", "Tuples a windowed bolt's windows hold now",
+                                   labels=labels2)
+    win_late = CounterMetricFamily("storm_window_late_tuples", "Tuples a windowed bolt got after its watermark "
+                                   "had passed them (event time), since its executors started", labels=labels2)
     hosts = {s["id"]: s["host"] for s in info["supervisors"]}
     for d in details:
         name = d["name"]
@@ -102,10 +106,14 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
             if cp["commitLatencyMs"] is not None:
                 cp_latency.add_metric([name], cp["commitLatencyMs"])
             cp_rollbacks.add_metric([name], cp["rollbacks"])
+        for w in windows(d):
+            win_events.add_metric([name, w["componentId"]], w["eventsInWindow"])
+            win_late.add_metric([name, w["componentId"]], w["lateTuples"])
         for sid, port, n in d.get("worker_restarts", []):
             restarts.add_metric([name, hosts.get(sid, sid), str(port)], n)
     return [up, status, workers, slots, used, emitted, transferred, acked, failed, executed, capacity,
-            complete, execute, backpressure, restarts, cp_txid, cp_age, cp_commits, cp_latency, cp_rollbacks]
+            complete, execute, backpressure, restarts, cp_txid, cp_age, cp_commits, cp_latency, cp_rollbacks,
+            win_events, win_late]
 
 
 class _NimbusCollector(Collector):

@@ -257,7 +257,26 @@ def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_
                            for sid, port, n in details.get("worker_restarts", [])],
         "diagnosis": diagnose(topo),
         "checkpoints": _checkpoints(topo, time.time()),
+        "windows": _windows(topo),
     }
+
+
+def windows(details: Mapping[str, Any]) -> list[dict]:
+    """The windowed bolts of a topology (/metrics), as the topology page shows them."""
+    return _windows(_Topo.of(details)) or []
+
+
+def _windows(topo: _Topo) -> list[dict] | None:
+    """Beyond Storm's answer: per windowed bolt (executor/windowing/), the tuples its windows hold
+    now and the late tuples it has had (its executors' sums); None for a topology without one."""
+    out = []
+    for c in topo.details["components"]:
+        recs = [r for r in topo.component_records(c["id"]) if "window_events" in r.extra]
+        if recs:
+            out.append({"componentId": c["id"],
+                        "eventsInWindow": int(sum(r.extra.get("window_events") or 0 for r in recs)),
+                        "lateTuples": int(sum(r.extra.get("window_late_tuples") or 0 for r in recs))})
+    return out or None
 
 
 def checkpoints(details: Mapping[str, Any], now: float) -> dict | None:

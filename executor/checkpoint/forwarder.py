@@ -42,6 +42,9 @@ class CheckpointHandler(Adapter):
         if isinstance(self._inner, Adapter):
             self._inner.release_on_death()
 
+    def gauges(self) -> dict[str, float]:
+        return self._inner.gauges() if isinstance(self._inner, Adapter) else {}
+
     # ---- lifecycle ----
     def prepare(self, conf, context, collector) -> None:
         self._collector = collector

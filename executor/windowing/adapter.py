@@ -85,6 +85,10 @@ class WindowedBoltAdapter(Adapter):
     def cleanup(self) -> None:
         self.user.cleanup()
 
+    def gauges(self) -> dict[str, float]:
+        return {"window_late_tuples": self.late_tuples,
+                "window_events": len(self._manager) if self._manager is not None else 0}
+
     def execute(self, tup) -> None:
         manager = self._manager
         if tup.is_tick():

@@ -178,6 +178,9 @@ class LocalHarness(Harness):
         errors = self.cluster.errors(name)
         assert not errors, f"components of {name!r} reported errors: {errors[:3]}"
 
+    def topology_details(self, name: str) -> dict:
+        return self.cluster.nimbus_calls().call("topology_details", name=name)
+
     def describe(self, name: str) -> str:
         try:
             return f"stats {self.cluster.component_stats(name)}, errors {self.cluster.errors(name)[-3:]}"
@@ -249,6 +252,9 @@ class DevHarness(Harness):
     def _errors(self, name: str) -> list[str]:
         info = self.client.call("topology_info", name=name)
         return [f"{c['id']}: {c['last_error']['error']}" for c in info.get("components", []) if c.get("last_error")]
+
+    def topology_details(self, name: str) -> dict:
+        return self.client.call("topology_details", name=name)
 
     def check_healthy(self, name: str) -> None:
         now = time.monotonic()

@@ -42,3 +42,11 @@ def test_count_and_event_time_windows_match_a_plain_computation(cluster):
         assert w["start"] == w["end"] - 3000 and w["end"] % 1000 == 0
     # every emit reached the sink
     assert len(r.records("sums", "got")) >= N // 10
+    # the late tuples counted where the topology page and /metrics read them (stats heartbeats)
+    from daemons.ui.views import topology_detail
+
+    def late_counted():
+        wins = topology_detail(cluster.topology_details("windows"))["windows"] or []
+        return {w["componentId"]: w for w in wins}.get("events", {}).get("lateTuples", 0) >= len(late)
+
+    run.wait(late_counted, lambda: f"late tuples in the stats ({topology_detail(cluster.topology_details('windows'))['windows']})")

@@ -309,3 +309,18 @@ def test_checkpoints_before_the_first_commit_and_without_state():
     assert cp["lastCommittedTxid"] is None and cp["lastCommitAgeSecs"] is None and cp["commits"] == 0
     assert views.topology_detail(details())["checkpoints"] is None
 
+
+
+def test_windowed_bolts_on_the_page_and_in_metrics():
+    d = details()
+    # two executors of the windowed bolt "split", their gauges added up
+    for ex, (events, late) in zip([e for e in d["executors"] if e["component"] == "split"], [(30, 2), (12, 5)]):
+        rec = ExecutorStats("split", "bolt", 60, _windows({"executed|spout:default": 10}),
+                            extra={"window_events": events, "window_late_tuples": late})
+        ex["stats"] = to_wire(rec)
+    t = views.topology_detail(d)
+    assert t["windows"] == [{"componentId": "split", "eventsInWindow": 42, "lateTuples": 7}]
+    fams = _parsed(metrics.families(cluster_info(), [d]))
+    assert [(s.labels["component"], s.value) for s in fams["storm_window_events"].samples] == [("split", 42)]
+    assert [s.value for s in fams["storm_window_late_tuples"].samples if s.name.endswith("_total")] == [7]
+    assert views.topology_detail(details())["windows"] is None

@@ -52,6 +52,15 @@ async function render() {
       { title: "Recovering", value: (c) => (c.recovering ? "yes" : "no") },
     ], [cp]);
   }
+  const wins = t.windows;
+  document.getElementById("windows-section").hidden = !wins;
+  if (wins) {
+    renderTable(document.getElementById("windows"), [
+      { title: "Windowed bolt", value: (w) => link(componentHref(t.id, w.componentId), w.componentId) },
+      { title: "Tuples in its windows", value: (w) => w.eventsInWindow },
+      { title: "Late tuples", value: (w) => w.lateTuples, cls: (w) => (w.lateTuples ? "warm" : undefined) },
+    ], wins);
+  }
   renderTable(document.getElementById("stats"), [
     { title: "Window", value: (w) => w.windowPretty },
     { title: "Emitted", value: (w) => w.emitted },
