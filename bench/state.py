@@ -128,6 +128,12 @@ def main() -> None:
     ap.add_argument("--redis-port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
+        # The topology's workers run in this process, as `storm-py local` runs them: their
+        # collector thresholds too (executor/gc_policy.py).
+        from cluster_state.config import default_config
+        from executor.gc_policy import apply_gc_thresholds
+
+        apply_gc_thresholds(default_config())
         print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.redis_port)), flush=True)
         return
     from cluster_state.redisserver import RedisServer
