@@ -5,7 +5,8 @@
     storm-py sink show /tmp/storm-py-word-count --limit 5  # rows and counts
 
 The table path is the topology config's wordcount.table (-c wordcount.table=PATH), else
-$STORM_PY_WORD_COUNT_TABLE, else <tmp>/storm-py-word-count; runs add up.
+$STORM_PY_WORD_COUNT_TABLE, else <tmp>/storm-py-word-count; runs add up. `-c wordcount.sentences=N`
+stops the spout after N sentences, `-c wordcount.seed=S` makes its sentences the same every run.
 """
 
 from word_count_components import TABLE, build_topology

@@ -36,8 +36,14 @@ TABLE = os.environ.get("STORM_PY_WORD_COUNT_TABLE") or os.path.join(tempfile.get
 TABLE_KEY = "wordcount.table"
 
 
+LIMIT_KEY = "wordcount.sentences"  # stop after this many sentences (default: never)
+SEED_KEY = "wordcount.seed"        # the random sentences' seed (default: a new one each run)
+
+
 class RandomSentenceSpout(Spout):
-    """Emits random sentences with message ids and replays the ones that fail."""
+    """Emits random sentences with message ids and replays the ones that fail. The topology
+    config can bound a run (`-c wordcount.sentences=N`) and make it repeatable
+    (`-c wordcount.seed=S`); the constructor's arguments win over them."""
 
     def __init__(self, sentences=None, limit=None, seed=None):
         self.sentences = list(sentences or SENTENCES)
@@ -49,6 +55,10 @@ class RandomSentenceSpout(Spout):
 
     def open(self, conf, context, collector):
         self.collector = collector
+        if self.limit is None and conf.get(LIMIT_KEY) is not None:
+            self.limit = _non_negative_int(conf, LIMIT_KEY)
+        if self.seed is None and conf.get(SEED_KEY) is not None:
+            self.seed = _non_negative_int(conf, SEED_KEY)
         self.rng = random.Random(self.seed)
         self.ids = itertools.count()
         self.in_flight = {}
@@ -74,6 +84,13 @@ class RandomSentenceSpout(Spout):
     def fail(self, msg_id):
         if msg_id in self.in_flight:
             self.replay.append(msg_id)
+
+
+def _non_negative_int(conf, key: str) -> int:
+    v = conf[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"topology config {key} must be an int >= 0, got {v!r}")
+    return v
 
 
 class SplitSentenceBolt(BasicBolt):
