@@ -275,7 +275,10 @@ def _windows(topo: _Topo) -> list[dict] | None:
         if recs:
             out.append({"componentId": c["id"],
                         "eventsInWindow": int(sum(r.extra.get("window_events") or 0 for r in recs)),
-                        "lateTuples": int(sum(r.extra.get("window_late_tuples") or 0 for r in recs))})
+                        "lateTuples": int(sum(r.extra.get("window_late_tuples") or 0 for r in recs)),
+                        # a persistent window: those of its tuples held in memory (the rest in its state)
+                        "eventsInMemory": (int(sum(r.extra.get("window_events_in_memory") or 0 for r in recs))
+                                           if any("window_events_in_memory" in r.extra for r in recs) else None)})
     return out or None
 
 

@@ -27,7 +27,7 @@ class AckTrackingCollector:
     """The collector a stateful bolt sees: acks are held for the checkpoint, emits must be anchored
     (an unanchored emit would escape the transaction: Storm refuses it too)."""
 
-    __slots__ = ("_delegate", "acked", "_name", "ack")
+    __slots__ = ("_delegate", "acked", "_name", "ack", "allow_unanchored")
 
     def __init__(self, delegate, name: str, hold_acks: bool = True):
         self._delegate = delegate
@@ -36,14 +36,21 @@ class AckTrackingCollector:
         # Exactly-once: acks only end tuple trees (a failure rolls everything back, nothing is
         # replayed per tree), so they go at once; otherwise they wait for the commit.
         self.ack = self.acked.append if hold_acks else delegate.ack
+        # A persistent window emits unanchored: its tuples are acked once they are in the state
+        # (Storm's PersistentWindowedBoltExecutor).
+        self.allow_unanchored = False
 
     def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM):
+        if self.allow_unanchored:
+            return self._delegate.emit(values, anchors, stream)
         if anchors is None or (type(anchors) in (list, tuple) and not anchors):
             raise EmitError(f"stateful bolt {self._name}: emits must be anchored to input tuples "
                             f"(emit(values, anchors=tup)); stream {stream!r}")
         return self._delegate.emit(values, anchors, stream)
 
     def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM):
+        if self.allow_unanchored:
+            return self._delegate.emit_direct(task, values, anchors, stream)
         if anchors is None or (type(anchors) in (list, tuple) and not anchors):
             raise EmitError(f"stateful bolt {self._name}: emits must be anchored to input tuples; "
                             f"stream {stream!r}")
@@ -77,11 +84,17 @@ class StatefulBoltAdapter(CheckpointHandler):
         # a stateful windowed bolt: in exactly-once mode its window is checkpointed with the state
         self._window = inner if isinstance(inner, WindowedBoltAdapter) else None
 
+    def _window_checkpointed(self) -> bool:
+        """Whether a stateful windowed bolt's window goes into its checkpoints: in exactly-once
+        mode (a rollback restores it with the state) or when it is persistent."""
+        return self._window is not None and (self.exactly_once or self._window.persistent)
+
     def prepare_inner(self, conf, context, collector) -> None:
         self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self._tracking = AckTrackingCollector(collector, f"{context.this_component_id!r} task {context.this_task_id}",
                                               hold_acks=not self.exactly_once)
         self._inner.prepare(conf, context, self._tracking)
+        self._tracking.allow_unanchored = self._window is not None and self._window.persistent
         self._open_state()
 
     def _open_state(self) -> bool:
@@ -113,7 +126,7 @@ class StatefulBoltAdapter(CheckpointHandler):
             if not self._initialized:
                 return False  # a restarted task before its INITSTATE: make the spout recover
             user.pre_prepare(txid)
-            if self._window is not None and self.exactly_once:
+            if self._window_checkpointed():
                 self._window.save_to(self.state)
             self.state.prepare_commit(txid)
             self._prepared.extend(self._tracking.take_acked())
@@ -131,7 +144,7 @@ class StatefulBoltAdapter(CheckpointHandler):
                 return False
             user.pre_rollback()
             self.state.rollback()
-            if self._window is not None and self.exactly_once:
+            if self._window_checkpointed():
                 self._window.restore_from(self.state)
             if self.exactly_once:
                 # What came before the rollback (it waited for INITSTATE) is rolled back with it:
@@ -146,7 +159,7 @@ class StatefulBoltAdapter(CheckpointHandler):
             if not self._initialized:
                 if not self._open_state():
                     return False
-                if self._window is not None and self.exactly_once:
+                if self._window_checkpointed():
                     self._window.restore_from(self.state)
                 user.init_state(self.state)
                 self._initialized = True

@@ -95,6 +95,8 @@ class KeyValueState:
         self._cache: dict[Any, Any] = {}
         # whether _cache holds every committed key (then a key not in it is absent)
         self._complete = complete
+        # keys whose committed value is let go of once their uncommitted change commits (forget)
+        self._forget: set = set()
 
     # ------------------------------------------------------------------ the map
 
@@ -133,6 +135,24 @@ class KeyValueState:
         if v is _MISSING:
             return None
         return decode(v) if type(v) is _Packed else v
+
+    def discard(self, key: Any) -> None:
+        """Remove `key` without reading the value it had (delete returns it, which may cost a
+        read from the provider)."""
+        self._pending[self._ik(key)] = _DELETED
+
+    def forget(self, key: Any) -> None:
+        """Let go of the committed value of `key` held in memory: a durable provider reads it
+        again when it is asked for (a persistent window's tuples, beyond what it keeps in
+        memory). A change not committed yet is let go of once it commits. The memory provider
+        keeps everything: it has no other copy."""
+        if not self._stores_bytes:
+            return
+        ik = self._ik(key)
+        if ik in self._pending or ik in self._prepared:
+            self._forget.add(ik)
+        elif self._cache.pop(ik, _MISSING) is not _MISSING:
+            self._complete = False
 
     def keys(self) -> list[Any]:
         """Every key with a value (a snapshot list: the state may change while it is used)."""
@@ -237,8 +257,13 @@ class KeyValueState:
                 f"{self._prepared_txid}")
         self._store_commit(txid, self._prepared)  # raises: nothing changed here
         cache = self._cache
+        forget = self._forget
         for ik, v in self._prepared.items():
-            if v is not _DELETED:
+            if forget and ik in forget and ik not in self._pending:
+                forget.discard(ik)
+                cache.pop(ik, None)
+                self._complete = False
+            elif v is not _DELETED:
                 cache[ik] = v
             elif self._complete:
                 cache.pop(ik, None)
@@ -251,6 +276,7 @@ class KeyValueState:
         """Drop every change not committed: `get` returns the committed values again."""
         self._store_rollback()  # raises: nothing changed here
         self._pending, self._prepared, self._prepared_txid = {}, {}, None
+        self._forget.clear()
         log.debug("state %r: rolled back to txid %s", self.namespace, self._committed_txid)
 
     def close(self) -> None:

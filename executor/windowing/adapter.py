@@ -12,6 +12,7 @@ import time
 from executor.adapters import Adapter
 from executor.tuple import DEFAULT_STREAM, Tuple, is_system_id
 from executor.windowing.manager import Step, WindowManager
+from executor.windowing.persistent import LazyTuples, WindowStore
 from executor.windowing.spec import WindowSpec, window_spec
 from executor.windowing.watermarks import WatermarkGenerator
 from executor.windowing.window import TupleWindow
@@ -52,14 +53,25 @@ class WindowedBoltAdapter(Adapter):
     executed, so that the commit holding the state it updated also releases their acks (acked
     only when they leave, at the next window, a crash in between would count them twice). In
     exactly-once mode the window's contents are also checkpointed with the state (save_to,
-    restore_from), so that a rollback brings back the window as of the last commit."""
+    restore_from), so that a rollback brings back the window as of the last commit.
+
+    `persistent` (a stateful one with with_max_events_in_memory or with_persistence, Storm's
+    PersistentWindowedBoltExecutor): each tuple goes into the state as it arrives
+    (executor/windowing/persistent.py) and is acked then (the ack held until the checkpoint
+    holding it commits); the window manager holds ids, the window's order is checkpointed too,
+    emits are unanchored (the tuples are acked already), and a tuple leaving the window leaves
+    the state."""
 
     WINDOW_KEY = "$window"  # where the window's contents go in the bolt's state
+    ORDER_KEY = "$worder"   # a persistent window's manager (ids, timestamps) and its next id
 
     def __init__(self, user, stateful: bool = False):
         self.user = user
         self.stateful = stateful
         self._acked: set[int] = set()  # stateful tumbling: ids of tuples acked after their window
+        self.persistent = False
+        self._store: WindowStore | None = None
+        self._next_id = 0
         self.spec: WindowSpec | None = None
         self.late_tuples = 0
         self._collector = None
@@ -77,7 +89,8 @@ class WindowedBoltAdapter(Adapter):
             self._watermarks = WatermarkGenerator(streams, spec.lag_ms)
             self._ts_field = spec.timestamp_field
         self._context = context
-        self._ack_after_window = self.stateful and spec.length_count == spec.sliding_count \
+        self.persistent = self.stateful and spec.max_events_in_memory is not None
+        self._ack_after_window = self.stateful and not self.persistent and spec.length_count == spec.sliding_count \
             and spec.length_ms == spec.sliding_ms
         self._windowed = WindowedCollector(collector)
         self.user.prepare(conf, context, self._windowed)
@@ -86,8 +99,11 @@ class WindowedBoltAdapter(Adapter):
         self.user.cleanup()
 
     def gauges(self) -> dict[str, float]:
-        return {"window_late_tuples": self.late_tuples,
-                "window_events": len(self._manager) if self._manager is not None else 0}
+        g = {"window_late_tuples": self.late_tuples,
+             "window_events": len(self._manager) if self._manager is not None else 0}
+        if self._store is not None:
+            g["window_events_in_memory"] = len(self._store)
+        return g
 
     def execute(self, tup) -> None:
         manager = self._manager
@@ -100,11 +116,11 @@ class WindowedBoltAdapter(Adapter):
                 self._run(manager.on_time(time.time() * 1000.0))
             return
         if self._watermarks is None:
-            self._run(manager.add(tup, time.time() * 1000.0))
+            self._run(manager.add(self._keep(tup), time.time() * 1000.0))
             return
         ts = tup.values[tup.fields.index(self._ts_field)]
         if self._watermarks.track((tup.source_component, tup.source_stream), ts):
-            self._run(manager.add(tup, ts))
+            self._run(manager.add(self._keep(tup), ts))
             return
         self.late_tuples += 1
         late = self.spec.late_stream
@@ -115,7 +131,21 @@ class WindowedBoltAdapter(Adapter):
                      type(self.user).__name__, self.late_tuples)
         self._collector.ack(tup)
 
+    def _keep(self, tup):
+        """What the window manager holds for `tup`: the tuple, or, persistent, its id once it is
+        in the state (and acked: the commit of that state releases the ack)."""
+        if not self.persistent:
+            return tup
+        ident = self._next_id
+        self._next_id = ident + 1
+        self._store.add(ident, tup)
+        self._collector.ack(tup)
+        return ident
+
     def _run(self, step: Step) -> None:
+        if self.persistent:
+            self._run_persistent(step)
+            return
         windowed = self._windowed
         ack = self._collector.ack
         for f in step.fired:
@@ -139,14 +169,36 @@ class WindowedBoltAdapter(Adapter):
                     continue
             ack(t)
 
-    # ---- checkpointed windows (exactly-once: executor/checkpoint/stateful.py) ----
+    def _run_persistent(self, step: Step) -> None:
+        # A tuple leaves the state once a window has handed it out as expired (one that expired
+        # while no window fired waits in the manager for the next window's get_expired()).
+        store = self._store
+        for f in step.fired:
+            self.user.execute(TupleWindow(LazyTuples(f.window, store), LazyTuples(f.new, store),
+                                          LazyTuples(f.expired, store), _ms(f.start), _ms(f.end)))
+            for ident in f.expired:
+                store.remove(ident)
+
+    # ---- checkpointed windows (executor/checkpoint/stateful.py: exactly-once, or persistent) ----
     def save_to(self, state) -> None:
         """Put the window's contents in the state, before it prepares."""
+        if self.persistent:  # its tuples are in the state already
+            state.put(self.ORDER_KEY, [self._manager.snapshot(int), self._next_id, self._manager.expired_since])
+            return
         state.put(self.WINDOW_KEY, self._manager.snapshot(_encode))
 
     def restore_from(self, state) -> None:
         """The window as the state holds it (at init, and after a rollback); the tuples it held
         since were rolled back with everything else (the spouts send them again)."""
+        if self.persistent:
+            self._store = WindowStore(state, self.spec.max_events_in_memory, self._context.topology.stream_fields)
+            self._manager = WindowManager(self.spec)
+            data = state.get(self.ORDER_KEY)
+            if data is not None:
+                order, self._next_id, expired = data
+                self._manager.restore(order, int)
+                self._manager.expired_since = list(expired)
+            return
         data = state.get(self.WINDOW_KEY)
         topology = self._context.topology
 

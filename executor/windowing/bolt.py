@@ -83,9 +83,18 @@ class BaseWindowedBolt(Component):
         return self
 
     def with_max_events_in_memory(self, n: int) -> "BaseWindowedBolt":
+        """A BaseStatefulWindowedBolt's window persistent (Storm's withPersistence +
+        withMaxEventsInMemory): its tuples are kept in the bolt's state, at most n of them in
+        memory, and acked once a checkpoint holding them commits (executor/windowing/persistent.py)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidTopologyError(f"with_max_events_in_memory: takes an int >= 1, got {n!r}")
         self._conf()[S.MAX_EVENTS_KEY] = n
+        return self
+
+    def with_persistence(self) -> "BaseWindowedBolt":
+        """A BaseStatefulWindowedBolt's window persistent (Storm's withPersistence), keeping every
+        tuple in memory too unless with_max_events_in_memory bounds it."""
+        self._conf().setdefault(S.MAX_EVENTS_KEY, S.UNBOUNDED_EVENTS)
         return self
 
     def get_component_configuration(self) -> dict[str, Any] | None:

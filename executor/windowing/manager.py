@@ -150,6 +150,15 @@ class WindowManager:
         self._last_counted = -math.inf if last is None else last
         self._expired_since = []
 
+    @property
+    def expired_since(self) -> list:
+        """Items that left since the last window handed out: the next window's expired ones."""
+        return self._expired_since
+
+    @expired_since.setter
+    def expired_since(self, items: list) -> None:
+        self._expired_since = items
+
     def items(self) -> list:
         """Every item held now, in timestamp order."""
         return [e[2] for e in self._events]

@@ -19,6 +19,7 @@ LAG_KEY = "topology.bolts.tuple.timestamp.max.lag.ms"
 WATERMARK_INTERVAL_KEY = "topology.bolts.watermark.event.interval.ms"
 LATE_STREAM_KEY = "topology.bolts.late.tuple.stream"
 MAX_EVENTS_KEY = "topology.bolts.window.max.events.in.memory"
+UNBOUNDED_EVENTS = 1 << 62  # with_persistence without a bound: every tuple stays in memory too
 WINDOW_KEYS = (LENGTH_COUNT_KEY, LENGTH_DURATION_KEY, SLIDING_COUNT_KEY, SLIDING_DURATION_KEY, TIMESTAMP_FIELD_KEY,
                LAG_KEY, WATERMARK_INTERVAL_KEY, LATE_STREAM_KEY, MAX_EVENTS_KEY)
 

@@ -50,3 +50,20 @@ def test_count_and_event_time_windows_match_a_plain_computation(cluster):
         return {w["componentId"]: w for w in wins}.get("events", {}).get("lateTuples", 0) >= len(late)
 
     run.wait(late_counted, lambda: f"late tuples in the stats ({topology_detail(cluster.topology_details('windows'))['windows']})")
+
+
+def test_a_persistent_window_keeps_its_tuples_in_the_state(cluster):
+    PN = 300  # as topologies/persistent_window.py
+    run = cluster.submit("persistent_window.py", "pwindow")
+    r = run.results
+    # every number acked: a persistent window acks its tuples once a checkpoint holding them
+    # commits, long before they leave the window (max pending 40 is smaller than the window's 20 +
+    # what waits for the commit, and the run still ends)
+    run.wait(lambda: set(r.ids("ack")) == set(range(1, PN + 1)), lambda: f"acks ({len(set(r.ids('ack')))})")
+    assert r.ids("fail") == []
+    run.wait(lambda: len(r.records("window", "window")) >= PN // 10, "every window")
+    windows = r.records("window", "window")
+    assert [w["values"] for w in windows] == [list(range(max(1, i - 19), i + 1)) for i in range(10, PN + 1, 10)]
+    assert all(w["new"] == w["values"][-10:] for w in windows)
+    assert [w["expired"] for w in windows[:2]] == [[], []]
+    assert [w["expired"] for w in windows[2:]] == [list(range(i - 29, i - 19)) for i in range(30, PN + 1, 10)]

@@ -234,3 +234,39 @@ def test_a_large_state_in_chunks(states):
     keys = again.keys()
     assert len(keys) == 2500 and set(keys) == set(range(1, 5000, 2))
     assert again.get(4999) == {"n": 4999, "pad": "x" * 20} and again.get(4998) is None
+
+
+def test_a_forgotten_value_is_read_back_from_redis_and_discard_reads_nothing(states, redis_server):
+    state = states()
+    state.put("kept", 1)
+    state.put("let-go", 2)
+    state.forget("let-go")  # not committed yet: let go of once it commits
+    state.prepare_commit(1)
+    state.commit(1)
+    import redis as redis_py
+
+    from executor.state.codec import encode_key, encode_value
+
+    client = redis_py.Redis(host=redis_server.host, port=redis_server.port)
+    try:  # another writer (a test's): only a value read back from Redis shows it
+        committed = state.redis_keys.committed
+        client.hset(committed, encode_key("t", "let-go"), encode_value("t", "let-go", 20))
+        client.hset(committed, encode_key("t", "kept"), encode_value("t", "kept", 10))
+    finally:
+        client.close()
+    assert state.get("let-go") == 20 and state.get("kept") == 1
+    state.discard("kept")
+    state.prepare_commit(2)
+    state.commit(2)
+    assert states().get("kept") is None and states().get("let-go") == 20
+
+
+def test_the_memory_provider_forgets_nothing():
+    from executor.state.memory import InMemoryKeyValueState
+
+    state = InMemoryKeyValueState("t/c-1")
+    state.put("k", 1)
+    state.prepare_commit(1)
+    state.commit(1)
+    state.forget("k")
+    assert state.get("k") == 1

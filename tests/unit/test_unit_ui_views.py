@@ -319,7 +319,7 @@ def test_windowed_bolts_on_the_page_and_in_metrics():
                             extra={"window_events": events, "window_late_tuples": late})
         ex["stats"] = to_wire(rec)
     t = views.topology_detail(d)
-    assert t["windows"] == [{"componentId": "split", "eventsInWindow": 42, "lateTuples": 7}]
+    assert t["windows"] == [{"componentId": "split", "eventsInWindow": 42, "lateTuples": 7, "eventsInMemory": None}]
     fams = _parsed(metrics.families(cluster_info(), [d]))
     assert [(s.labels["component"], s.value) for s in fams["storm_window_events"].samples] == [("split", 42)]
     assert [s.value for s in fams["storm_window_late_tuples"].samples if s.name.endswith("_total")] == [7]

@@ -58,6 +58,7 @@ async function render() {
     renderTable(document.getElementById("windows"), [
       { title: "Windowed bolt", value: (w) => link(componentHref(t.id, w.componentId), w.componentId) },
       { title: "Tuples in its windows", value: (w) => w.eventsInWindow },
+      { title: "Of them in memory (persistent)", value: (w) => (w.eventsInMemory ?? "all") },
       { title: "Late tuples", value: (w) => w.lateTuples, cls: (w) => (w.lateTuples ? "warm" : undefined) },
     ], wins);
   }
