@@ -198,6 +198,7 @@ class WindowedBoltAdapter(Adapter):
                 order, self._next_id, expired = data
                 self._manager.restore(order, int)
                 self._manager.expired_since = list(expired)
+                self._restamp()
             return
         data = state.get(self.WINDOW_KEY)
         topology = self._context.topology
@@ -210,6 +211,11 @@ class WindowedBoltAdapter(Adapter):
         self._manager = WindowManager(self.spec)
         if data is not None:
             self._manager.restore(data, decode)
+            self._restamp()
+
+    def _restamp(self) -> None:
+        if not self.spec.event_time:  # event time: the restored timestamps and next window end hold
+            self._manager.restamp(time.time() * 1000.0)
 
 
 def _encode(tup) -> list:

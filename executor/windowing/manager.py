@@ -150,6 +150,12 @@ class WindowManager:
         self._last_counted = -math.inf if last is None else last
         self._expired_since = []
 
+    def restamp(self, now: float) -> None:
+        """Processing time, after a restore: the restored items count as arrived `now` (in their
+        order). With their old arrival times the first trigger after a worker's downtime would
+        expire them without handing them out in any window."""
+        self._events = [(now, seq, item) for _ts, seq, item in self._events]
+
     @property
     def expired_since(self) -> list:
         """Items that left since the last window handed out: the next window's expired ones."""

@@ -159,3 +159,38 @@ def test_dev_cluster_with_redis_is_every_topologys_state_provider(tmp_path):
     finally:
         dev.stop()
     assert not dev.redis.running and not psutil.pid_exists(pid)  # stopped (and reaped) with the rest
+
+
+def test_a_persistent_window_survives_a_killed_worker(tmp_path, redis_server):
+    n = 1500
+    dev = _dev(tmp_path)
+    harness = None
+    try:
+        dev.start()
+        (tmp_path / "runs").mkdir()
+        harness = DevHarness(tmp_path / "runs", dev)
+        run = harness.submit("persistent_window_numbers.py", "pwin",
+                             {**redis_server.conf(), **RUN, "numbers.n": n})
+        r = run.results
+
+        def windowed() -> set:
+            return {v for w in r.records("window", "window") for v in w["values"]}
+
+        wait_until(lambda: len(windowed()) >= n // 5, DEADLINE, "a fifth of the numbers windowed", interval=0.2)
+        by_port: dict[int, set] = {}
+        for e in harness.topology_details("pwin")["executors"]:
+            by_port.setdefault(int(e["port"]), set()).add(e["component"])
+        # the window's worker, not the spout's (NumberSpout's replays live in its memory)
+        victim = next((p for p, comps in sorted(by_port.items()) if "window" in comps and "numbers" not in comps), None)
+        assert victim is not None, f"the window shares its worker with the spout: {by_port}"
+        dev.kill_worker(victim)
+        wait_until(lambda: len(windowed()) >= n, DEADLINE,
+                   lambda: f"every number in a window after the kill (missing "
+                           f"{sorted(set(range(1, n + 1)) - windowed())[:10]}...)", interval=0.5)
+        assert windowed() == set(range(1, n + 1))
+        assert len(r.records("window", "init")) >= 2, r.summary()  # the window's task started again
+        harness.kill("pwin")
+    finally:
+        if harness is not None:
+            harness.client.close()
+        dev.stop()

@@ -180,3 +180,18 @@ def test_event_time_windows_match_a_brute_force_computation(seed):
         if inside:
             want.append((end, inside))
     assert got == want
+
+
+def test_restored_items_in_processing_time_are_handed_out_by_the_next_window():
+    m = manager(**{S.LENGTH_DURATION_KEY: 500})  # tumbling 0.5 s
+    for i in range(3):
+        m.add(i, 1000.0 + i)
+    data = m.snapshot(lambda x: x)
+    again = WindowManager(m.spec)
+    again.restore(data, lambda x: x)
+    # a worker's downtime later: with their old arrival times they would just expire
+    assert windows([again.on_time(60_000.0)]) == []
+    again = WindowManager(m.spec)
+    again.restore(data, lambda x: x)
+    again.restamp(60_000.0)
+    assert [w[0] for w in windows([again.on_time(60_100.0)])] == [[0, 1, 2]]
