@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 
 from .config_schema import SCHEMA, problem
+from .secrets import masked_value
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def check_value(key: str, value: Any, source: str = "config") -> None:
         return
     bad = problem(rule, value)
     if bad is not None:
-        raise ConfigError(f"config key {key!r} = {_short(value)} in {source}: {bad}")
+        raise ConfigError(f"config key {key!r} = {_short(masked_value(key, value))} in {source}: {bad}")
 
 
 def validate_config(conf: Mapping[str, Any], source: str = "config") -> None:

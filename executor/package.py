@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from cluster_state.secrets import MASK, SECRET_KEYS, SECRET_SUFFIXES, is_secret_key, masked_value  # noqa: F401
 from executor.errors import ClearError, InvalidTopologyError
 from executor.structure import TopologyStructure
 
@@ -44,9 +45,6 @@ _UNIX = 3
 EXCLUDED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", ".pytest_cache",
                            ".mypy_cache", ".ruff_cache", ".tox", "node_modules"})
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
-SECRET_KEYS = frozenset({"nimbus.authentication.secret", "storm.zookeeper.auth.payload",
-                         "storm.zookeeper.topology.auth.payload"})
-SECRET_SUFFIXES = (".secret", ".password")
 # Keys only daemons act on (where ZooKeeper is, local dirs, Nimbus's and the supervisors' own
 # settings): a worker takes them from its supervisor's config, never from a topology's, so a
 # submitter's `-c storm.zookeeper.port=1` cannot cut every worker off from ZooKeeper.
@@ -107,12 +105,10 @@ def without_secrets(conf: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in conf.items() if not is_secret_key(k)}
 
 
-MASK = "********"
-
-
 def masked(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of conf showing every key, its secrets replaced by MASK (what a UI may display)."""
-    return {k: (MASK if is_secret_key(k) and v is not None else v) for k, v in conf.items()}
+    """A copy of conf showing every key, its secrets (nested ones too) replaced by MASK (what a UI
+    may display)."""
+    return {k: masked_value(k, v) for k, v in conf.items()}
 
 
 def is_daemon_key(key: Any) -> bool:
@@ -133,11 +129,6 @@ def daemon_keys_note(keys: Iterable[str], where: str) -> str | None:
     return (f"{where}: {', '.join(keys)} {'applies' if len(keys) == 1 else 'apply'} to the daemons, not to a "
             f"topology: not sent with it (each supervisor's workers take "
             f"{'it' if len(keys) == 1 else 'them'} from that supervisor's own storm.yaml)")
-
-
-def is_secret_key(key: Any) -> bool:
-    k = str(key).lower()
-    return k in SECRET_KEYS or k.endswith(SECRET_SUFFIXES)
 
 
 def content_checksum(files: Iterable[PackagedFile]) -> str:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from cluster_state.secrets import masked_value
 from daemons.nimbus.details import records_by_component
 from daemons.ui import formats as fmt
 from daemons.ui.layout import layout as layered_layout
@@ -252,7 +253,7 @@ def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_
         "topologyStats": _topology_stats(topo, include_sys),
         "spouts": [_spout_row(topo, c, window, include_sys) for c in shown if c["kind"] == "spout"],
         "bolts": [_bolt_row(topo, c, window, include_sys) for c in shown if c["kind"] != "spout"],
-        "configuration": dict(conf), "workers": ws,
+        "configuration": {k: masked_value(k, v) for k, v in conf.items()}, "workers": ws,
         "workerRestarts": [{"supervisorId": sid, "port": port, "restarts": n}
                            for sid, port, n in details.get("worker_restarts", [])],
         "diagnosis": diagnose(topo),
