@@ -107,6 +107,18 @@ def code_present(conf: Mapping[str, Any], storm_id: str, marker: str = MANIFEST_
     return (local_layout.supervisor_stormdist(conf, storm_id) / marker).is_file()
 
 
+def conf_file_problems(code_dir: Path) -> list[str]:
+    """[] when the installed code's topology conf (CONF_FILE, which the package's manifest does
+    not list: Nimbus sends it beside the package) is a readable JSON object, else what is wrong."""
+    try:
+        conf = json.loads((code_dir / CONF_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [f"{CONF_FILE}: missing"]
+    except (OSError, ValueError) as exc:
+        return [f"{CONF_FILE}: unreadable ({getattr(exc, 'strerror', None) or exc})"]
+    return [] if isinstance(conf, dict) else [f"{CONF_FILE}: not a JSON object"]
+
+
 def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:
     path = local_layout.supervisor_stormdist(conf, storm_id)
     log.info("removing code of %s (no longer assigned here)", storm_id)
@@ -212,8 +224,10 @@ class NimbusCode:
         return code_present(self.conf, storm_id)
 
     def damaged(self, storm_id: str) -> list[str]:
-        """What in the installed code no longer matches its package (executor.package.damaged_files)."""
-        return damaged_files(local_layout.supervisor_stormdist(self.conf, storm_id))
+        """What in the installed code no longer matches its package (executor.package.damaged_files),
+        or its topology conf gone or unreadable (a worker cannot start without it)."""
+        code_dir = local_layout.supervisor_stormdist(self.conf, storm_id)
+        return damaged_files(code_dir) + conf_file_problems(code_dir)
 
     def stored_ids(self) -> list[str]:
         return downloaded_ids(self.conf)

@@ -99,6 +99,23 @@ def test_damaged_code_is_fetched_again_not_restarted_on(env):
     assert sup.launches == 2  # no relaunch on the damaged code
 
 
+
+def test_code_that_lost_its_topology_conf_is_fetched_again(env):
+    # stormconf.json is not in the package's manifest (Nimbus sends it beside the package): a code
+    # dir without it used to pass as present, and every relaunch died on "no code for topology".
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports))
+    sid = env.topology()
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+    wait_until(lambda: slots_running(sup, ports), 60, "the slot RUNNING")
+    wid, pid = running_workers(sup.conf)[ports[0]]
+    conf_file = local_layout.supervisor_stormdist(sup.conf, sid) / "stormconf.json"
+    conf_file.unlink()
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: replaced(sup, ports[0], wid), 60, "a replacement worker on code fetched again")
+    assert conf_file.is_file()
+    assert sup.launches == 2  # no launch on the code without its conf
+
 def test_unassigning_kills_the_worker_and_removes_its_dirs_and_code(env):
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports))
