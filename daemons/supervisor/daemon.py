@@ -132,6 +132,7 @@ class Supervisor(Service):
         # Worker deaths (SupervisorInfo.worker_deaths), the same way: kept by the processes
         # thread, published as an immutable tuple. Where each worker's output starts in its log.
         self._deaths: tuple[WorkerDeath, ...] = ()
+        self._topology_limits: dict[str, float | None] = {}  # storm id -> its own worker memory limit
         # Death times per topology (slot.remember_death), the same way: the back-off of the
         # topology's launches here and the heartbeat's recent deaths.
         self._death_times: dict[str, tuple[float, ...]] = {}
@@ -341,6 +342,8 @@ class Supervisor(Service):
             self._deaths = worker_death.keep_deaths(self._deaths, None, in_use)
         if any(sid not in in_use for sid in self._death_times):
             self._death_times = {sid: t for sid, t in self._death_times.items() if sid in in_use}
+        if any(sid not in in_use for sid in self._topology_limits):
+            self._topology_limits = {sid: v for sid, v in self._topology_limits.items() if sid in in_use}
         with self._lock:
             self._in_use = in_use
             self._used_ports = tuple(p for p in used_ports(states) if p in self.ports)
@@ -351,12 +354,16 @@ class Supervisor(Service):
         if worker_id and not alive and state.phase in _RELAUNCHING and state.assignment is not None:
             # Checked before the step decides: a relaunch must not start on damaged code.
             self._refetch_if_damaged(state.assignment.storm_id)
+        topo_limit = self._topology_memory_limit(state.assignment.storm_id) \
+            if alive and state.assignment is not None else None
         inputs = SlotInputs(
             assignment=target,
             code_present=target is not None and self.code.present(target.storm_id),
             heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
             process_alive=alive,
-            memory_bytes=self._memory(worker_id) if alive and self.slot_conf.memory_limit_mb is not None else None,
+            memory_bytes=self._memory(worker_id) if alive and (
+                self.slot_conf.memory_limit_mb is not None or topo_limit is not None) else None,
+            topology_memory_limit_mb=topo_limit,
             new_worker_id=str(uuid.uuid4()),
             topology_hold_until=None if target is None else topology_hold_until(
                 self._death_times.get(target.storm_id, ()), now, self.slot_conf.relaunch_backoff_base_secs,
@@ -459,6 +466,13 @@ class Supervisor(Service):
         self._deaths = worker_death.keep_deaths(self._deaths, death, in_use)
         if self._heartbeat_thread is not None:
             self._heartbeat_thread.wake()  # Nimbus and the UI learn it now, not a heartbeat later
+
+    def _topology_memory_limit(self, storm_id: str) -> float | None:
+        """topology.worker.memory.limit.mb of `storm_id`'s conf as installed here (read once)."""
+        if storm_id not in self._topology_limits:
+            self._topology_limits = {**self._topology_limits,
+                                     storm_id: download.topology_memory_limit(self.conf, storm_id)}
+        return self._topology_limits[storm_id]
 
     def _refetch_if_damaged(self, storm_id: str) -> None:
         """A worker's process is gone: if the topology's code here no longer matches its package

@@ -119,6 +119,17 @@ def conf_file_problems(code_dir: Path) -> list[str]:
     return [] if isinstance(conf, dict) else [f"{CONF_FILE}: not a JSON object"]
 
 
+def topology_memory_limit(conf: Mapping[str, Any], storm_id: str) -> float | None:
+    """topology.worker.memory.limit.mb of the topology's conf as installed here; None when it
+    sets none (or its conf cannot be read: the supervisor's limit applies)."""
+    try:
+        tconf = json.loads((local_layout.supervisor_stormdist(conf, storm_id) / CONF_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    v = tconf.get("topology.worker.memory.limit.mb") if isinstance(tconf, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
 def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:
     path = local_layout.supervisor_stormdist(conf, storm_id)
     log.info("removing code of %s (no longer assigned here)", storm_id)

@@ -139,7 +139,7 @@ class SlotConfig:
     # reported once (Storm gives up with an exception after 120 s).
     kill_stuck_secs: float = 120.0
     # supervisor.worker.memory.limit.mb: a worker (with its children) over it is killed; None: no limit.
-    memory_limit_mb: float | None = 4096.0
+    memory_limit_mb: float | None = 2048.0
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SlotConfig:
@@ -178,6 +178,9 @@ class SlotInputs:
     topology_hold_until: float | None = None
     # Resident memory of the slot's current worker process and its children, if known.
     memory_bytes: int | None = None
+    # The running worker's topology's own limit (topology.worker.memory.limit.mb), if it sets
+    # one: it wins over the supervisor's.
+    topology_memory_limit_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -355,14 +358,16 @@ def _describe(state: SlotState, status: WorkerStatus, heartbeat: WorkerHeartbeat
 
 
 def _over_memory(state: SlotState, inputs: SlotInputs, conf: SlotConfig) -> str | None:
-    limit = conf.memory_limit_mb
+    limit, key = conf.memory_limit_mb, "supervisor.worker.memory.limit.mb"
+    if inputs.topology_memory_limit_mb is not None:
+        limit, key = inputs.topology_memory_limit_mb, "topology.worker.memory.limit.mb"
     if limit is None or inputs.memory_bytes is None or not inputs.process_alive:
         return None
     used = inputs.memory_bytes / (1024 * 1024)
     if used <= limit:
         return None
     return (f"worker {state.worker_id} on port {state.port} used {used:.0f} MB of memory, over "
-            f"supervisor.worker.memory.limit.mb ({limit:g} MB): killed")
+            f"{key} ({limit:g} MB): killed")
 
 
 def _waiting_for_start(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig) -> Step:

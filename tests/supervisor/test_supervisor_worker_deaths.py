@@ -57,15 +57,15 @@ TOPOLOGY = textwrap.dedent('''
 ''')
 
 
-def crash_package(root):
+def crash_package(root, conf=None):
     d = root / "crash-topology"
     d.mkdir()
     (d / "deaths_test_components.py").write_text(COMPONENTS)
     (d / "topology.py").write_text(TOPOLOGY)
     tf = load_topology_file(d / "topology.py")
     out = root / "crash-topology.zip"
-    build_package(d, "topology.py", out, structure=tf.topology.structure.to_dict(), conf=dict(tf.config),
-                  max_bytes=100 << 20)
+    build_package(d, "topology.py", out, structure=tf.topology.structure.to_dict(),
+                  conf={**tf.config, **(conf or {})}, max_bytes=100 << 20)
     return out
 
 
@@ -115,3 +115,14 @@ def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, 
     reason = found[0]["reason"]
     assert "of memory, over supervisor.worker.memory.limit.mb (100 MB): killed" in reason, reason
     assert int(reason.split(" used ")[1].split(" MB")[0]) >= 300
+
+
+def test_a_topologys_own_memory_limit_wins_over_the_supervisors(env, tmp_path):
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 4096}),
+                         worker_command=_hungry_worker)
+    sid = env.core.submit("hungry", crash_package(tmp_path, {"topology.worker.memory.limit.mb": 100}))
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+    found = wait_until(lambda: env.core.topology_details(sid)["worker_deaths"], 60, "the worker killed for memory")
+    reason = found[0]["reason"]
+    assert "of memory, over topology.worker.memory.limit.mb (100 MB): killed" in reason, reason

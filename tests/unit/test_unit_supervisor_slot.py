@@ -707,3 +707,24 @@ def test_a_worker_over_its_memory_limit_is_killed_and_the_reason_recorded():
     # no limit configured: never
     state, actions = step(w.state, inputs, w.now + 1, dc_replace(CONF, memory_limit_mb=None))
     assert state.phase is SlotPhase.RUNNING and not actions
+
+
+def test_a_topologys_own_memory_limit_wins_and_is_named():
+    from dataclasses import replace as dc_replace
+
+    from daemons.supervisor.slot import SlotPhase
+
+    conf = dc_replace(CONF, memory_limit_mb=4096)
+    w = World(conf=conf)
+    w.tick(A)
+    w.beat()
+    w.alive.add(w.state.worker_id)
+    w.tick(A, 1)
+    wid = w.state.worker_id
+    inputs = SlotInputs(A, True, w.beats[wid], True, "wy", memory_bytes=150 * 1024 * 1024, topology_memory_limit_mb=100)
+    state, actions = step(w.state, inputs, w.now + 1, conf)
+    assert state.phase is SlotPhase.KILL_AND_RELAUNCH
+    assert "over topology.worker.memory.limit.mb (100 MB)" in actions[0].message
+    inputs = SlotInputs(A, True, w.beats[wid], True, "wz", memory_bytes=150 * 1024 * 1024, topology_memory_limit_mb=200)
+    state, actions = step(w.state, inputs, w.now + 1, conf)
+    assert state.phase is SlotPhase.RUNNING and not actions
