@@ -426,11 +426,12 @@ class NimbusCore:
                 e = None
             if e is not None:
                 errors[comp] = [(e.time_secs, e.error, e.host, e.port)]
-        deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname) for _sid, info, d in mine]
+        deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname, d.exit_code, d.signal)
+                  for _sid, info, d in mine]
         # a supervisor that cannot fetch the code starts no worker: its failure is the problem
         deaths += [(t, "", why, None, info.hostname)
                    for info in sups.values() for sid, t, why in info.code_failures if sid == storm_id]
-        problem = health.newest_problem(errors, deaths)
+        problem = health.crash_loop_problem(health.newest_problem(errors, deaths), restarts, live)
         unassigned = sum(base.component_executors.values()) - len(enp) if base.component_executors else 0
         problem = health.no_slots_problem(unassigned, len(sups), str(self.conf["storm.zookeeper.root"]),
                                           int(now)) or problem

@@ -31,6 +31,8 @@ class Problem:
     component: str | None = None
     host: str | None = None
     port: int | None = None
+    # a worker's death that left no error line: only how it ended says anything
+    bare: bool = False
 
     def to_dict(self) -> dict:
         return {"time_secs": self.time_secs, "error": self.text, "component": self.component,
@@ -46,21 +48,50 @@ def explain(error_line: str) -> str:
     return error_line.strip()
 
 
+# Worker restarts in the list's window (RESTARTS(5m)) from which a topology is said to crash-loop.
+CRASH_LOOP_RESTARTS = 3
+
+
+def death_text(error_line: str, reason: str, exit_code: int | None = None, signal: str | None = None) -> str:
+    """What a worker's death says: its error line (explained), else how the process ended (a
+    worker that died without a traceback leaves only that) and the slot's reason."""
+    if error_line:
+        return explain(error_line)
+    if exit_code is not None and "exit code" not in reason:
+        return f"exit code {exit_code}: {reason}"
+    if signal and signal not in reason:
+        return f"{signal}: {reason}"
+    return reason
+
+
 def newest_problem(component_errors: Mapping[str, Iterable[tuple[int, str, str | None, int | None]]],
-                   deaths: Iterable[tuple[int, str, str, int | None, str]]) -> Problem | None:
+                   deaths: Iterable[tuple]) -> Problem | None:
     """The newest of the components' reported errors (time, error, host, port) and the
-    workers' deaths (time, error line, reason, port, host); a death's error line, or else its
-    reason, says what happened."""
+    workers' deaths (time, error line, reason, port, host[, exit code, signal]); a death's error
+    line, or else its reason, says what happened (death_text)."""
     found: list[Problem] = []
     for comp, errors in component_errors.items():
         for time_secs, error, host, port in errors:
             first = error.strip().splitlines()[-1] if error.strip() else error
             found.append(Problem(time_secs, explain(first), comp, host, port))
-    for time_secs, error_line, reason, port, host in deaths:
-        found.append(Problem(time_secs, explain(error_line) if error_line else reason, None, host, port))
+    for time_secs, error_line, reason, port, host, *how in deaths:
+        exit_code, signal = (how + [None, None])[:2]
+        found.append(Problem(time_secs, death_text(error_line, reason, exit_code, signal), None, host, port,
+                             bare=not error_line))
     if not found:
         return None
     return max(found, key=lambda p: (p.time_secs, p.component or ""))
+
+
+def crash_loop_problem(problem: Problem | None, restarts: int, live_workers: int) -> Problem | None:
+    """Workers that keep dying without a traceback say so first: the newest problem, prefixed
+    with how often they restarted (such a death's line alone reads like a one-off; a traceback
+    says what is wrong by itself, and the RESTARTS column says how often)."""
+    if problem is None or restarts < CRASH_LOOP_RESTARTS or not problem.bare:
+        return problem
+    lead = "workers keep dying" if live_workers == 0 else "a worker keeps dying"
+    return Problem(problem.time_secs, f"{lead} ({restarts} restarts in 5m), {problem.text}", problem.component,
+                   problem.host, problem.port, bare=True)
 
 
 def no_slots_problem(unassigned: int, supervisors: int, zk_root: str, now: int) -> Problem | None:

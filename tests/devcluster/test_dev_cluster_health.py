@@ -88,8 +88,25 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
             def execute(self, tup):
                 pass
         ''')
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", "--slots", "2", *FAST) as c:
+    # A worker that dies on every start without a traceback (os._exit while importing the
+    # topology, where workers run only): only its exit code says anything.
+    silent = _topology(tmp_path, "silent", """
+        import os
+        import sys
+
+        if any("worker_main" in a for a in sys.argv):
+            os._exit(3)
+        """, '''
+        from executor.api import Bolt
+
+
+        class Fragile(Bolt):
+            def execute(self, tup):
+                pass
+        ''')
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", "--slots", "3", *FAST) as c:
         submit(c.conf_dir, raising, "raising")
+        submit(c.conf_dir, silent, "silent")
         out = storm_py("jar", "submit", str(missing), "--name", "missing", conf_dir=c.conf_dir,
                        env_extra={"PYTHONPATH": os.pathsep.join((str(ROOT), str(lib)))}, timeout=120)
         assert "submitted topology missing as " in out.stdout, out.stderr
@@ -108,10 +125,16 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
                          timeout=120, interval=1,
                          message=lambda: f"list naming the module missing where workers run: {rows(c.conf_dir)}")
 
+        row = wait_until(lambda: failing("silent", ["workers keep dying (", "restarts in 5m), exit code 3: "]),
+                         timeout=120, interval=1,
+                         message=lambda: f"list saying silent's workers keep dying, with the exit code: {rows(c.conf_dir)}")
+        assert int(row["RESTARTS"]) >= 3, row
+
         # the cluster goes on: a topology submitted now runs, its workers live, no error
+        storm_py("kill", "silent", "-w", "0", conf_dir=c.conf_dir)
         storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
         storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
-        wait_until(lambda: not ({"raising", "missing"} & set(rows(c.conf_dir))), timeout=60, interval=1,
+        wait_until(lambda: not ({"raising", "missing", "silent"} & set(rows(c.conf_dir))), timeout=60, interval=1,
                    message="the failing topologies removed")
         submit(c.conf_dir, ROOT / "examples" / "exclamation" / "topology.py", "fine")
         row = wait_until(lambda: (r := rows(c.conf_dir).get("fine")) and r["WORKERS"] == "2" and r,

@@ -51,3 +51,20 @@ def test_a_crash_looping_worker_is_not_live_between_its_deaths():
     assert health.live_workers(slots, seen, {("s1", 6700): 104}, 110.0, 30) == 1  # the same second
     assert health.live_workers(slots, seen, {("s1", 6700): 103}, 110.0, 30) == 2  # relaunched since
     assert health.live_workers(slots, seen, {}, 137.0, 30) == 0  # nothing heartbeating
+
+
+def test_a_death_says_how_the_process_ended_and_a_crash_loop_says_so():
+    assert health.death_text("", "worker w on port 6701 exited before its first heartbeat", 3) == (
+        "exit code 3: worker w on port 6701 exited before its first heartbeat")
+    assert health.death_text("", "worker w timed out", None, "SIGKILL") == "SIGKILL: worker w timed out"
+    assert health.death_text("ValueError: x", "exited", 1) == "ValueError: x"  # the error says enough
+    p = health.newest_problem({}, [(120, "", "worker w on port 6701 exited", 6701, "h2", 3, None)])
+    assert p.text == "exit code 3: worker w on port 6701 exited" and p.bare
+    assert health.crash_loop_problem(p, 2, 0) is p  # a restart or two: not yet a loop
+    looping = health.crash_loop_problem(p, 5, 0)
+    assert looping.text == "workers keep dying (5 restarts in 5m), exit code 3: worker w on port 6701 exited"
+    assert (looping.host, looping.port, looping.time_secs) == ("h2", 6701, 120)
+    assert health.crash_loop_problem(p, 5, 1).text.startswith("a worker keeps dying (5 restarts")
+    assert health.crash_loop_problem(None, 9, 0) is None
+    traced = health.newest_problem({}, [(120, "ValueError: x", "worker w exited", 6701, "h2", 1, None)])
+    assert health.crash_loop_problem(traced, 5, 0) is traced  # its error says what is wrong
