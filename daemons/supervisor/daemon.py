@@ -296,7 +296,9 @@ class Supervisor(Service):
                 delay = self._retries.failed(storm_id, time.time())
                 log.warning("download of %s failed (attempt %d; retrying in %.0fs): %s", storm_id,
                             self._retries.failures(storm_id), delay, exc)
-                why = f"cannot fetch the code from Nimbus (attempt {self._retries.failures(storm_id)}): {exc}"
+                attempt = self._retries.failures(storm_id)
+                why = (f"{exc} (attempt {attempt})" if isinstance(exc, download.NoSpaceError)
+                       else f"cannot fetch the code from Nimbus (attempt {attempt}): {exc}")
                 self._code_failures = (*(f for f in self._code_failures if f[0] != storm_id),
                                        (storm_id, int(time.time()), why[:500]))
                 continue

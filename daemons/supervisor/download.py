@@ -12,6 +12,7 @@ slot back-off (1 s, 2 s, 4 s ... up to a minute) instead of hammering Nimbus eve
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -34,6 +35,28 @@ RETRY_MAX_SECS = 60.0
 
 class DownloadError(Exception):
     """The code could not be fetched or was damaged on the way (retried later)."""
+
+
+class NoSpaceError(DownloadError):
+    """The supervisor's disk is full: the message names the device and what the code needs."""
+
+
+def mount_point(path: Path) -> Path:
+    """The mount point of the file system holding `path` (the device an operator frees space on)."""
+    p = Path(os.path.abspath(path))
+    while not os.path.ismount(p) and p.parent != p:
+        p = p.parent
+    return p
+
+
+def no_space_text(storm_id: str, where: Path, needed_bytes: int | None) -> str:
+    """'no space on DEVICE for TOPOLOGY's code (N MB needed, M MB free)': one line an operator acts on."""
+    try:
+        free = f", {shutil.disk_usage(where).free / 2**20:.1f} MB free"
+    except OSError:
+        free = ""
+    need = f"at least {needed_bytes / 2**20:.1f} MB needed" if needed_bytes else "size unknown"
+    return f"no space on {mount_point(where)} for {storm_id}'s code ({need}{free}; supervisor dir {where})"
 
 
 def fetch_file(client: Any, storm_id: str, name: str, dest: Path) -> int:
@@ -64,6 +87,24 @@ def fetch_file(client: Any, storm_id: str, name: str, dest: Path) -> int:
 def download_code(conf: Mapping[str, Any], client: Any, storm_id: str) -> Path:
     """Fetch, verify and install the code of `storm_id`; returns `supervisor/stormdist/{id}`.
     Raises DownloadError, the RPC's errors, PackageError or OSError; nothing is left behind."""
+    try:
+        return _download_code(conf, client, storm_id)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise NoSpaceError(no_space_text(storm_id, local_layout.supervisor_tmp(conf).parent,
+                                         _announced_bytes(client, storm_id))) from None
+
+
+def _announced_bytes(client: Any, storm_id: str) -> int | None:
+    """What Nimbus says the code's files weigh (the package, the conf; extracting needs more)."""
+    try:
+        return sum(int(client.call("download_info", id=storm_id, file=name)["size"]) for name in (PACKAGE_FILE, CONF_FILE))
+    except Exception:  # noqa: BLE001 - only a figure for the message; Nimbus may be away too
+        return None
+
+
+def _download_code(conf: Mapping[str, Any], client: Any, storm_id: str) -> Path:
     final = local_layout.supervisor_stormdist(conf, storm_id)
     tmp = local_layout.supervisor_tmp(conf) / uuid.uuid4().hex
     tmp.mkdir(parents=True)

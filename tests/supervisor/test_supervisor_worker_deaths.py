@@ -4,6 +4,7 @@ whose bolt raises in prepare, on a real ZooKeeper."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -126,3 +127,39 @@ def test_a_topologys_own_memory_limit_wins_over_the_supervisors(env, tmp_path):
     found = wait_until(lambda: env.core.topology_details(sid)["worker_deaths"], 60, "the worker killed for memory")
     reason = found[0]["reason"]
     assert "of memory, over topology.worker.memory.limit.mb (100 MB): killed" in reason, reason
+
+
+def test_a_full_disk_is_named_with_the_space_the_code_needs(env, tmp_path):
+    import subprocess
+
+    small = tmp_path / "small-disk"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (a full disk is simulated with one): {mounted.stderr.strip()}")
+    try:
+        pkg_root = tmp_path / "pkg"
+        pkg_root.mkdir()
+        big = crash_package(pkg_root)  # then a package of ~2 MB that cannot be compressed
+        d = pkg_root / "crash-topology"
+        (d / "data.bin").write_bytes(os.urandom(2 << 20))
+        tf = load_topology_file(d / "topology.py")
+        big.unlink()
+        build_package(d, "topology.py", big, structure=tf.topology.structure.to_dict(), conf=dict(tf.config),
+                      max_bytes=100 << 20)
+        ports = free_ports(1)
+        sup = env.supervisor(env.conf("sup", ports, **{"storm.local.dir": str(small / "sup")}))
+        sid = env.core.submit("bigcode", big)
+        env.assign(sid, [(sup.supervisor_id, ports[0])])
+
+        def last_error():
+            t = next((t for t in env.core.cluster_info()["topologies"] if t["id"] == sid), None)
+            return t and t["last_error"] and t["last_error"]["error"]
+
+        error = wait_until(lambda: (e := last_error()) and "no space" in e and e, 60, "the full disk in the topology's health")
+        assert error.startswith(f"no space on {small} for {sid}'s code (at least 2.0 MB needed, "), error
+        assert "(attempt " in error and "cannot fetch the code from Nimbus" not in error, error
+        sup.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
