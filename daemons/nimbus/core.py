@@ -429,7 +429,7 @@ class NimbusCore:
         deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname, d.exit_code, d.signal)
                   for _sid, info, d in mine]
         # a supervisor that cannot fetch the code starts no worker: its failure is the problem
-        deaths += [(t, "", why, None, info.hostname)
+        deaths += [(t, "", why, None, info.hostname, None, None)
                    for info in sups.values() for sid, t, why in info.code_failures if sid == storm_id]
         problem = health.crash_loop_problem(health.newest_problem(errors, deaths), restarts, live)
         unassigned = sum(base.component_executors.values()) - len(enp) if base.component_executors else 0

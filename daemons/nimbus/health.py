@@ -65,17 +65,16 @@ def death_text(error_line: str, reason: str, exit_code: int | None = None, signa
 
 
 def newest_problem(component_errors: Mapping[str, Iterable[tuple[int, str, str | None, int | None]]],
-                   deaths: Iterable[tuple]) -> Problem | None:
+                   deaths: Iterable[tuple[int, str, str, int | None, str, int | None, str | None]]) -> Problem | None:
     """The newest of the components' reported errors (time, error, host, port) and the
-    workers' deaths (time, error line, reason, port, host[, exit code, signal]); a death's error
+    workers' deaths (time, error line, reason, port, host, exit code, signal); a death's error
     line, or else its reason, says what happened (death_text)."""
     found: list[Problem] = []
     for comp, errors in component_errors.items():
         for time_secs, error, host, port in errors:
             first = error.strip().splitlines()[-1] if error.strip() else error
             found.append(Problem(time_secs, explain(first), comp, host, port))
-    for time_secs, error_line, reason, port, host, *how in deaths:
-        exit_code, signal = (how + [None, None])[:2]
+    for time_secs, error_line, reason, port, host, exit_code, signal in deaths:
         found.append(Problem(time_secs, death_text(error_line, reason, exit_code, signal), None, host, port,
                              bare=not error_line))
     if not found:

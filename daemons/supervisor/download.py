@@ -148,27 +148,38 @@ def code_present(conf: Mapping[str, Any], storm_id: str, marker: str = MANIFEST_
     return (local_layout.supervisor_stormdist(conf, storm_id) / marker).is_file()
 
 
-def conf_file_problems(code_dir: Path) -> list[str]:
-    """[] when the installed code's topology conf (CONF_FILE, which the package's manifest does
-    not list: Nimbus sends it beside the package) is a readable JSON object, else what is wrong."""
+def installed_conf(code_dir: Path) -> dict[str, Any]:
+    """The installed code's topology conf (CONF_FILE, which the package's manifest does not list:
+    Nimbus sends it beside the package); ValueError saying what is wrong with it."""
     try:
         conf = json.loads((code_dir / CONF_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return [f"{CONF_FILE}: missing"]
+        raise ValueError(f"{CONF_FILE}: missing") from None
     except (OSError, ValueError) as exc:
-        return [f"{CONF_FILE}: unreadable ({getattr(exc, 'strerror', None) or exc})"]
-    return [] if isinstance(conf, dict) else [f"{CONF_FILE}: not a JSON object"]
+        raise ValueError(f"{CONF_FILE}: unreadable ({getattr(exc, 'strerror', None) or exc})") from None
+    if not isinstance(conf, dict):
+        raise ValueError(f"{CONF_FILE}: not a JSON object")
+    return conf
+
+
+def conf_file_problems(code_dir: Path) -> list[str]:
+    """[] when the installed code's topology conf is a readable JSON object, else what is wrong."""
+    try:
+        installed_conf(code_dir)
+    except ValueError as exc:
+        return [str(exc)]
+    return []
 
 
 def topology_memory_limit(conf: Mapping[str, Any], storm_id: str) -> float | None:
-    """topology.worker.memory.limit.mb of the topology's conf as installed here; None when it
-    sets none (or its conf cannot be read: the supervisor's limit applies)."""
+    """topology.worker.memory.limit.mb of the topology's conf as installed here (checked at submit
+    by the config schema); None when it sets none or its conf cannot be read (the supervisor's
+    limit applies)."""
     try:
-        tconf = json.loads((local_layout.supervisor_stormdist(conf, storm_id) / CONF_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        v = installed_conf(local_layout.supervisor_stormdist(conf, storm_id)).get("topology.worker.memory.limit.mb")
+    except ValueError:
         return None
-    v = tconf.get("topology.worker.memory.limit.mb") if isinstance(tconf, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+    return None if v is None else float(v)
 
 
 def remove_code(conf: Mapping[str, Any], storm_id: str) -> None:

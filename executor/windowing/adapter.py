@@ -183,7 +183,7 @@ class WindowedBoltAdapter(Adapter):
     def save_to(self, state) -> None:
         """Put the window's contents in the state, before it prepares."""
         if self.persistent:  # its tuples are in the state already
-            state.put(self.ORDER_KEY, [self._manager.snapshot(int), self._next_id, self._manager.expired_since])
+            state.put(self.ORDER_KEY, [self._manager.snapshot(int), self._next_id])
             return
         state.put(self.WINDOW_KEY, self._manager.snapshot(_encode))
 
@@ -195,9 +195,8 @@ class WindowedBoltAdapter(Adapter):
             self._manager = WindowManager(self.spec)
             data = state.get(self.ORDER_KEY)
             if data is not None:
-                order, self._next_id, expired = data
+                order, self._next_id = data
                 self._manager.restore(order, int)
-                self._manager.expired_since = list(expired)
                 self._restamp()
             return
         data = state.get(self.WINDOW_KEY)

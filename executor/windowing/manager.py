@@ -138,32 +138,25 @@ class WindowManager:
         return True
 
     def snapshot(self, encode) -> list:
-        """The manager as plain data (items through `encode`), for a checkpoint."""
+        """The manager as plain data (items through `encode`), for a checkpoint; with the items
+        that left since the last window (the next window's expired ones)."""
         return [[[e[0], e[1], encode(e[2])] for e in self._events], self._seq, sorted(self._prev),
-                self._since_trigger, self._next_end, None if self._last_counted == -math.inf else self._last_counted]
+                self._since_trigger, self._next_end, None if self._last_counted == -math.inf else self._last_counted,
+                [encode(item) for item in self._expired_since]]
 
     def restore(self, data: list, decode) -> None:
         """Back to a snapshot (items through `decode`); what it held since is dropped."""
-        events, self._seq, prev, self._since_trigger, self._next_end, last = data
+        events, self._seq, prev, self._since_trigger, self._next_end, last, expired = data
         self._events = [(ts, seq, decode(item)) for ts, seq, item in events]
         self._prev = set(prev)
         self._last_counted = -math.inf if last is None else last
-        self._expired_since = []
+        self._expired_since = [decode(item) for item in expired]
 
     def restamp(self, now: float) -> None:
         """Processing time, after a restore: the restored items count as arrived `now` (in their
         order). With their old arrival times the first trigger after a worker's downtime would
         expire them without handing them out in any window."""
         self._events = [(now, seq, item) for _ts, seq, item in self._events]
-
-    @property
-    def expired_since(self) -> list:
-        """Items that left since the last window handed out: the next window's expired ones."""
-        return self._expired_since
-
-    @expired_since.setter
-    def expired_since(self, items: list) -> None:
-        self._expired_since = items
 
     def items(self) -> list:
         """Every item held now, in timestamp order."""

@@ -54,10 +54,6 @@ class WindowStore:
         self.state.discard([KEY, ident])
         self._mem.pop(ident, None)
 
-    def clear_memory(self) -> None:
-        """After a restore: every tuple is read from the state again when needed."""
-        self._mem.clear()
-
     def _remember(self, ident: int, tup: Tuple) -> None:
         mem = self._mem
         mem[ident] = tup

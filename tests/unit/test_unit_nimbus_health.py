@@ -15,10 +15,10 @@ def test_a_missing_module_is_named_as_a_missing_install():
 
 def test_newest_problem_takes_the_newest_of_errors_and_deaths():
     errors = {"split": [(100, "Traceback (most recent call last):\n  ...\nValueError: x", "h1", 6700)]}
-    deaths = [(90, "", "worker w on port 6701 exited", 6701, "h2")]
+    deaths = [(90, "", "worker w on port 6701 exited", 6701, "h2", None, None)]
     p = health.newest_problem(errors, deaths)
     assert (p.time_secs, p.text, p.component, p.host, p.port) == (100, "ValueError: x", "split", "h1", 6700)
-    p = health.newest_problem(errors, [(120, "", "worker w on port 6701 exited", 6701, "h2")])
+    p = health.newest_problem(errors, [(120, "", "worker w on port 6701 exited", 6701, "h2", None, None)])
     assert (p.text, p.component, p.host, p.port) == ("worker w on port 6701 exited", None, "h2", 6701)
     assert health.newest_problem({}, []) is None
 
