@@ -9,6 +9,7 @@ a Redis server stopped for a few seconds.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 
@@ -59,15 +60,26 @@ def _dev(tmp_path):
     return DevCluster(tmp_path / "dev", supervisors=1, slots=2, user_conf=FAST)
 
 
-def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict, done):
-    """Run `topology_file` through a worker SIGKILL and a Redis outage until `done(totals)`;
-    (the final totals, the run's records)."""
+@contextlib.contextmanager
+def _dev_harness(tmp_path):
+    """A started dev cluster and a harness submitting to it; both stopped afterwards."""
     dev = _dev(tmp_path)
     harness = None
     try:
         dev.start()
         (tmp_path / "runs").mkdir()
         harness = DevHarness(tmp_path / "runs", dev)
+        yield dev, harness
+    finally:
+        if harness is not None:
+            harness.client.close()
+        dev.stop()
+
+
+def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict, done):
+    """Run `topology_file` through a worker SIGKILL and a Redis outage until `done(totals)`;
+    (the final totals, the run's records)."""
+    with _dev_harness(tmp_path) as (dev, harness):
         run = harness.submit(topology_file, name, {**redis.conf(), **RUN, **conf})
 
         def progress(at_least):
@@ -90,10 +102,6 @@ def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict,
         result = totals(redis, name)
         harness.kill(name)
         return result, run.results
-    finally:
-        if harness is not None:
-            harness.client.close()
-        dev.stop()
 
 
 def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path, redis_server):
@@ -163,12 +171,7 @@ def test_dev_cluster_with_redis_is_every_topologys_state_provider(tmp_path):
 
 def test_a_persistent_window_survives_a_killed_worker(tmp_path, redis_server):
     n = 1500
-    dev = _dev(tmp_path)
-    harness = None
-    try:
-        dev.start()
-        (tmp_path / "runs").mkdir()
-        harness = DevHarness(tmp_path / "runs", dev)
+    with _dev_harness(tmp_path) as (dev, harness):
         run = harness.submit("persistent_window_numbers.py", "pwin",
                              {**redis_server.conf(), **RUN, "numbers.n": n})
         r = run.results
@@ -190,7 +193,3 @@ def test_a_persistent_window_survives_a_killed_worker(tmp_path, redis_server):
         assert windowed() == set(range(1, n + 1))
         assert len(r.records("window", "init")) >= 2, r.summary()  # the window's task started again
         harness.kill("pwin")
-    finally:
-        if harness is not None:
-            harness.client.close()
-        dev.stop()

@@ -81,40 +81,42 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
     assert not local_layout.worker_root(sup.conf, stuck_wid).exists()
 
 
-def test_damaged_code_is_fetched_again_not_restarted_on(env):
-    # Code edited or truncated under supervisor/stormdist: every relaunch used to die on it.
+def _damage_and_kill(env, damage):
+    """A running worker; `damage(code_dir)` harms its installed code, the worker is SIGKILLed,
+    and a replacement heartbeats: (the supervisor, the code dir)."""
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports))
     sid = env.topology()
     env.assign(sid, [(sup.supervisor_id, ports[0])])
     wait_until(lambda: slots_running(sup, ports), 60, "the slot RUNNING")
     wid, pid = running_workers(sup.conf)[ports[0]]
-    topology_file = local_layout.supervisor_stormdist(sup.conf, sid) / "topology.py"
-    good = topology_file.read_bytes()
-    topology_file.write_text("raise SystemExit('damaged')\n")
+    code_dir = local_layout.supervisor_stormdist(sup.conf, sid)
+    damage(code_dir)
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: replaced(sup, ports[0], wid),
-               60, "a replacement worker heartbeating on code fetched again")
-    assert topology_file.read_bytes() == good
-    assert sup.launches == 2  # no relaunch on the damaged code
+    wait_until(lambda: replaced(sup, ports[0], wid), 60, "a replacement worker heartbeating on code fetched again")
+    return sup, code_dir
 
+
+def test_damaged_code_is_fetched_again_not_restarted_on(env):
+    # Code edited or truncated under supervisor/stormdist: every relaunch used to die on it.
+    good = {}
+
+    def damage(code_dir):
+        good["topology.py"] = (code_dir / "topology.py").read_bytes()
+        (code_dir / "topology.py").write_text("raise SystemExit('damaged')\n")
+
+    sup, code_dir = _damage_and_kill(env, damage)
+    assert (code_dir / "topology.py").read_bytes() == good["topology.py"]
+    assert sup.launches == 2  # no relaunch on the damaged code
 
 
 def test_code_that_lost_its_topology_conf_is_fetched_again(env):
     # stormconf.json is not in the package's manifest (Nimbus sends it beside the package): a code
     # dir without it used to pass as present, and every relaunch died on "no code for topology".
-    ports = free_ports(1)
-    sup = env.supervisor(env.conf("sup", ports))
-    sid = env.topology()
-    env.assign(sid, [(sup.supervisor_id, ports[0])])
-    wait_until(lambda: slots_running(sup, ports), 60, "the slot RUNNING")
-    wid, pid = running_workers(sup.conf)[ports[0]]
-    conf_file = local_layout.supervisor_stormdist(sup.conf, sid) / "stormconf.json"
-    conf_file.unlink()
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: replaced(sup, ports[0], wid), 60, "a replacement worker on code fetched again")
-    assert conf_file.is_file()
+    sup, code_dir = _damage_and_kill(env, lambda d: (d / "stormconf.json").unlink())
+    assert (code_dir / "stormconf.json").is_file()
     assert sup.launches == 2  # no launch on the code without its conf
+
 
 def test_unassigning_kills_the_worker_and_removes_its_dirs_and_code(env):
     ports = free_ports(1)

@@ -683,17 +683,23 @@ def test_a_new_slot_of_a_failing_topology_waits_for_its_back_off():
     assert state.phase is SlotPhase.WAITING_TO_RELAUNCH and not actions
 
 
+def _running(conf) -> "World":
+    """A slot whose worker started, heartbeats and runs."""
+    w = World(conf=conf)
+    w.tick(A)
+    w.beat()
+    w.alive.add(w.state.worker_id)
+    w.tick(A, 1)
+    return w
+
+
 def test_a_worker_over_its_memory_limit_is_killed_and_the_reason_recorded():
     from dataclasses import replace as dc_replace
 
     from daemons.supervisor.slot import SlotPhase
 
     conf = dc_replace(CONF, memory_limit_mb=100)
-    w = World(conf=conf)
-    w.tick(A)
-    w.beat()
-    w.alive.add(w.state.worker_id)
-    w.tick(A, 1)
+    w = _running(conf)
     assert w.state.phase is SlotPhase.RUNNING
     wid = w.state.worker_id
     inputs = SlotInputs(A, True, w.beats[wid], True, "wx", memory_bytes=99 * 1024 * 1024)
@@ -715,11 +721,7 @@ def test_a_topologys_own_memory_limit_wins_and_is_named():
     from daemons.supervisor.slot import SlotPhase
 
     conf = dc_replace(CONF, memory_limit_mb=4096)
-    w = World(conf=conf)
-    w.tick(A)
-    w.beat()
-    w.alive.add(w.state.worker_id)
-    w.tick(A, 1)
+    w = _running(conf)
     wid = w.state.worker_id
     inputs = SlotInputs(A, True, w.beats[wid], True, "wy", memory_bytes=150 * 1024 * 1024, topology_memory_limit_mb=100)
     state, actions = step(w.state, inputs, w.now + 1, conf)

@@ -4,33 +4,16 @@ memory (the rest in its state) -> a sink. Each window is recorded ("window": val
 test can tell that every number reached a window even though the window's worker died: a
 number is acked once a commit holds it in the state, so one acked before the death and not yet
 windowed is never replayed; only the restored window brings it back."""
-from scenario_parts import NumberSpout, Recorder, Sink
+from scenario_parts import NumberSpout, RecordStatefulWindows, Sink
 
-from executor.api import BaseStatefulWindowedBolt, Duration, TopologyBuilder
+from executor.api import Duration, TopologyBuilder
 
 N = 3000
 
 
-class Windows(BaseStatefulWindowedBolt):
-    def declare_output_fields(self, declarer):
-        declarer.declare(["count"])
-
-    def prepare(self, conf, context, collector):
-        self.collector = collector
-        self.rec = Recorder(conf, context)
-
-    def init_state(self, state):
-        self.rec.record("init")
-
-    def execute(self, window):
-        values = [t.values[0] for t in window.get()]
-        self.rec.record("window", values=values)
-        self.collector.emit([len(values)])
-
-
 b = TopologyBuilder()
 b.set_spout("numbers", NumberSpout(N), 1)
-b.set_bolt("window", Windows().with_tumbling_window(Duration(0.5)).with_max_events_in_memory(50),
+b.set_bolt("window", RecordStatefulWindows().with_tumbling_window(Duration(0.5)).with_max_events_in_memory(50),
            1).global_grouping("numbers")
 b.set_bolt("counts", Sink(), 1).global_grouping("window")
 topology = b.create_topology()

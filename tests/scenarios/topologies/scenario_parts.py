@@ -14,7 +14,7 @@ import json
 import os
 import time
 
-from executor.api import BaseStatefulBolt, BasicBolt, Bolt, Spout
+from executor.api import BaseStatefulBolt, BaseStatefulWindowedBolt, BasicBolt, Bolt, Spout
 
 RESULTS_KEY = "scenario.results.dir"
 
@@ -332,3 +332,25 @@ class SumBolt(BaseStatefulBolt):
 
     def pre_commit(self, txid):
         self.rec.record("committed", txid=txid)
+
+
+class RecordStatefulWindows(BaseStatefulWindowedBolt):
+    """A stateful windowed bolt recording its init and each window ("window": values, new,
+    expired) and emitting the window's sum (unanchored when its window is persistent)."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["sum"])
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+
+    def init_state(self, state):
+        self.state = state
+        self.rec.record("init")
+
+    def execute(self, window):
+        values = [t.values[0] for t in window.get()]
+        self.rec.record("window", values=values, new=[t.values[0] for t in window.get_new()],
+                        expired=[t.values[0] for t in window.get_expired()])
+        self.collector.emit([sum(values)])
