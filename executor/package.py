@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from cluster_state.secrets import MASK, SECRET_KEYS, SECRET_SUFFIXES, is_secret_key, masked_value  # noqa: F401
+from cluster_state.secrets import is_secret_key, masked_value
 from executor.errors import ClearError, InvalidTopologyError
 from executor.structure import TopologyStructure
 

@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from cluster_state.secrets import masked_value
 from daemons.nimbus.details import records_by_component
 from daemons.ui import formats as fmt
 from daemons.ui.layout import layout as layered_layout
 from executor import stats as st
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
 from executor.layout import ACKER_COMPONENT
+from executor.package import masked
 from executor.stats_record import ExecutorStats, decode_records
 from executor.stats_windows import ALL_TIME, WINDOW_NAMES, window_pretty
 from executor.tuple import is_system_id
@@ -253,7 +253,7 @@ def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_
         "topologyStats": _topology_stats(topo, include_sys),
         "spouts": [_spout_row(topo, c, window, include_sys) for c in shown if c["kind"] == "spout"],
         "bolts": [_bolt_row(topo, c, window, include_sys) for c in shown if c["kind"] != "spout"],
-        "configuration": {k: masked_value(k, v) for k, v in conf.items()}, "workers": ws,
+        "configuration": masked(conf), "workers": ws,
         "workerRestarts": [{"supervisorId": sid, "port": port, "restarts": n}
                            for sid, port, n in details.get("worker_restarts", [])],
         "diagnosis": diagnose(topo),
