@@ -7,21 +7,18 @@ import logging
 import threading
 import time
 import traceback
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from executor.adapters import Adapter
-from executor.errors import ClearError, ComponentError, EmitError
+from executor.core.outbox import Outbox
+from executor.errors import ClearError, ComponentError
 from executor.receive_queue import ReceiveQueue
 from executor.scheduling import DONE, INACTIVE
-from executor.serialization import ACKER_ACK, LARGE_VALUE, batch_bytes, measure_values
 from executor.stats import EMITTED, TRANSFERRED
 from executor.wait import BACK_PRESSURE_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
-
-_LARGE_FLUSH = 1 << 20  # buffered bytes of large tuples that trigger a flush
 
 
 class TopologyStatus:
@@ -69,24 +66,12 @@ class ExecutorBase:
         self.conf = w.conf
         self.queue = w.queue
         self.status = w.status
-        self._slot_queues = list(w.slot_queues)
-        self._bufs: list[list] = [[] for _ in self._slot_queues]
-        self._task_slot = w.task_slot
-        self._new_routes: tuple | None = None
+        self.outbox = Outbox(
+            w.component_id, w.slot_queues, w.task_slot, batch_size=w.conf["topology.producer.batch.size"],
+            max_tuple_bytes=w.conf["topology.max.tuple.size.bytes"], acker_tasks=w.acker_tasks,
+            local_tasks=w.local_tasks, first_task=self.task_ids[0], listener=w.emit_listener,
+            report_error=self.report_error)
         self._reported: dict[str, int] = {}
-        self._pending_emits: deque = deque()
-        # Acks of this step, XOR-merged per root (the acker XORs them anyway): a bolt acking
-        # several tuples of one tree in a batch sends the acker one message, not one per tuple.
-        self._pending_acks: dict[int, int] = {}
-        self._batch_size = max(1, int(w.conf["topology.producer.batch.size"]))
-        self._max_tuple_bytes = int(w.conf["topology.max.tuple.size.bytes"])
-        # Bytes of large tuples buffered since the last full flush: while non-zero, batches are
-        # measured for the queues' byte bound, and buffers are flushed every _LARGE_FLUSH bytes.
-        self._large_bytes = 0
-        self._acker_tasks = list(w.acker_tasks)
-        self._n_ackers = len(self._acker_tasks)
-        self._has_ackers = self._n_ackers > 0
-        self._listener = w.emit_listener
         # Back-pressure waits for room downstream, not for input: sleeping on our own queue would
         # return at once while input is queued, and a spinning producer starves (GIL) the very
         # consumer it waits for.
@@ -183,41 +168,6 @@ class ExecutorBase:
         finally:
             self.w.on_die(err)
 
-    def emit_error(self, task, stream, values, out, direct: bool):
-        declared = sorted(self.w.routes[task])
-        if out is None:
-            msg = f"stream {stream!r} is not declared (declared: {declared})"
-        elif out.direct and not direct:
-            msg = f"stream {stream!r} is declared direct; use emit_direct"
-        elif direct and not out.direct:
-            msg = f"stream {stream!r} is not declared direct; use emit"
-        elif not isinstance(values, (list, tuple)) or len(values) != out.n:
-            msg = (f"emitted {len(values) if hasattr(values, '__len__') else '?'} values {values!r} "
-                   f"but stream {stream!r} declares {out.n} fields {out.fields.to_list()}")
-        else:
-            msg = measure_values(values)[0] or "invalid values"
-        exc = EmitError(f"component {self.component_id!r} task {task}, stream {stream!r}: {msg}")
-        self.report_error(task, exc)
-        raise exc
-
-    def check_emit(self, task, stream, values, out, direct: bool) -> None:
-        """The emit path's slow check, for tuples with a large, int or container value: raises
-        EmitError for a value msgpack cannot carry or a tuple over topology.max.tuple.size.bytes."""
-        problem, nbytes = measure_values(values)
-        if problem is not None:
-            self.emit_error(task, stream, values, out, direct)
-        if nbytes > self._max_tuple_bytes:
-            exc = EmitError(
-                f"component {self.component_id!r} task {task}, stream {stream!r}: tuple of about {nbytes} bytes "
-                f"exceeds topology.max.tuple.size.bytes ({self._max_tuple_bytes}); emit smaller tuples "
-                f"(e.g. a path or key instead of the data) or raise the limit")
-            self.report_error(task, exc)
-            raise exc
-        if nbytes >= LARGE_VALUE:
-            if self._large_bytes + nbytes > _LARGE_FLUSH:
-                self._flush()  # before this tuple joins the buffers: bounds what they hold
-            self._large_bytes += nbytes
-
     def report_error(self, task: int, exc: BaseException) -> None:
         # A component may report on every tuple: log the first of each message and then every
         # thousandth (with the count), so the log stays readable; every report still goes on.
@@ -231,59 +181,13 @@ class ExecutorBase:
 
     # ---- routing changes (handed over by the worker, applied on this executor's thread) ----
     def set_routes(self, slot_queues: list, task_slot: dict) -> None:
-        self._new_routes = (list(slot_queues), dict(task_slot))
-
-    def _apply_routes(self) -> None:
-        routes, self._new_routes = self._new_routes, None
-        self._flush()  # what is buffered goes out by the old map (pendingEmits keep their queues)
-        self._slot_queues, self._task_slot = routes
-        self._bufs = [[] for _ in self._slot_queues]
-
-    # ---- output ----
-    def _send(self, task: int, payload: Any) -> None:
-        i = self._task_slot[task]
-        buf = self._bufs[i]
-        buf.append((task, payload))
-        if len(buf) >= self._batch_size:
-            self._flush_slot(i)
-
-    def _flush_slot(self, i: int) -> None:
-        buf = self._bufs[i]
-        self._bufs[i] = []
-        q = self._slot_queues[i]
-        nbytes = batch_bytes(buf) if self._large_bytes else 0
-        if self._pending_emits or not q.try_publish(buf, nbytes):
-            self._pending_emits.append((q, buf, nbytes))
+        self.outbox.set_routes(slot_queues, task_slot)
 
     def _flush(self) -> None:
-        if self._pending_acks:
-            self._send_pending_acks()
-        bufs = self._bufs
-        for i in range(len(bufs)):
-            if bufs[i]:
-                self._flush_slot(i)
-        self._large_bytes = 0
-
-    def _send_pending_acks(self) -> None:
-        pending, self._pending_acks = self._pending_acks, {}
-        acker_tasks = self._acker_tasks
-        n = self._n_ackers
-        send = self._send
-        for root, value in pending.items():
-            send(acker_tasks[root % n], (ACKER_ACK, root, value))
-
-    def _try_flush_pending(self) -> bool:
-        """Publish pendingEmits in order, stopping at the first refusal; True when empty."""
-        pe = self._pending_emits
-        while pe:
-            q, b, nbytes = pe[0]
-            if not q.try_publish(b, nbytes):
-                return False
-            pe.popleft()
-        return True
+        self.outbox.flush()
 
     def has_backlog(self) -> bool:
-        return bool(self._pending_emits or self._pending_acks) or any(self._bufs) or len(self.queue) > 0
+        return self.outbox.has_backlog() or len(self.queue) > 0
 
     # ---- stats (executor/stats.py names them; read by the worker's heartbeat thread) ----
     def counters(self) -> dict[str, float]:
@@ -299,5 +203,5 @@ class ExecutorBase:
 
     def gauges(self) -> dict:
         return {"queue_population": len(self.queue), "queue_capacity": self.queue.capacity,
-                "backpressure": bool(self._pending_emits)}
+                "backpressure": bool(self.outbox.pending_emits)}
 

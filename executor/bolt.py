@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import logging
 import time
-from random import getrandbits
 
 from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
 from executor.base import ExecutorBase
-from executor.errors import EmitError, FailedException
+from executor.errors import FailedException
 from executor.receive_queue import Calls
 from executor.scheduling import BLOCKED, BUSY, IDLE
 from executor.serialization import (
     ACKER_ACK,
     ACKER_FAIL,
     ACKER_INIT,
-    LARGE_VALUE,
-    SCALAR_TYPES,
     SPOUT_ACK,
     SPOUT_FAIL,
     TupleColumn,
@@ -34,68 +31,38 @@ _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits aft
 
 
 class OutputCollector:
-    """A bolt's collector: anchored emits, ack and fail (Storm's BoltOutputCollectorImpl.java)."""
+    """A bolt's collector: anchored emits, ack and fail (Storm's BoltOutputCollectorImpl.java);
+    all of it is the executor's outbox (executor/core/outbox.py)."""
 
-    __slots__ = ("_ex", "_task", "_routes")
+    __slots__ = ("_ex", "_ob", "_task", "_routes")
 
     def __init__(self, executor: "BoltExecutor", task: int):
         self._ex = executor
+        self._ob = executor.outbox
         self._task = task
         self._routes = executor.w.routes[task]
 
     def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
-        out = self._routes.get(stream)
-        if out is None or out.direct or len(values) != out.n:
-            self._ex.emit_error(self._task, stream, values, out, direct=False)
-        for v in values:  # the common small str/scalar values pass with one len() or set lookup
-            t = type(v)
-            if t is str or t is bytes:
-                if len(v) < LARGE_VALUE:
-                    continue
-            elif t in SCALAR_TYPES:
-                continue
-            self._ex.check_emit(self._task, stream, values, out, False)
-            break
-        return self._ex.bolt_emit(self._task, out, values, out.targets(values), anchors)
+        ob = self._ob
+        out = ob.route(self._routes, self._task, stream, values)
+        return ob.emit_anchored(self._task, out, values, out.targets(values), anchors)
 
     def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
-        out = self._routes.get(stream)
-        if out is None or not out.direct or len(values) != out.n:
-            self._ex.emit_error(self._task, stream, values, out, direct=True)
-        self._ex.check_emit(self._task, stream, values, out, True)
-        return self._ex.bolt_emit(self._task, out, values, out.direct_target(task), anchors)
+        ob = self._ob
+        out = ob.route(self._routes, self._task, stream, values, True)
+        return ob.emit_anchored(self._task, out, values, out.direct_target(task), anchors)
 
     def ack(self, tup: Tuple) -> None:
-        ex = self._ex
         key = (tup.source_component, tup.source_stream)
-        acked_in = ex.acked_in
+        acked_in = self._ex.acked_in
         acked_in[key] = acked_in.get(key, 0) + 1
-        self._ack_tree(tup)
-
-    def _ack_tree(self, tup: Tuple) -> None:
-        """The acker's part of an ack (a BasicBolt's acks are counted as executed - failed)."""
-        ex = self._ex
-        a2i = tup.anchors_to_ids
-        if a2i:
-            # Merged per root until the step flushes: one ACKER_ACK per tuple tree and batch.
-            av = tup.ack_val
-            pending = ex._pending_acks
-            for root, eid in a2i.items():
-                pending[root] = pending.get(root, 0) ^ eid ^ av
+        self._ob.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
-        ex = self._ex
         key = (tup.source_component, tup.source_stream)
-        failed_in = ex.failed_in
+        failed_in = self._ex.failed_in
         failed_in[key] = failed_in.get(key, 0) + 1
-        a2i = tup.anchors_to_ids
-        if a2i:
-            if ex._pending_acks:  # the acker sees this step's acks before the fail, as they came
-                ex._send_pending_acks()
-            acker_tasks = ex._acker_tasks
-            n = ex._n_ackers
-            for root in a2i:
-                ex._send(acker_tasks[root % n], (ACKER_FAIL, root))
+        self._ob.fail(tup)
 
     def report_error(self, exc: BaseException) -> None:
         self._ex.report_error(self._task, exc)
@@ -109,51 +76,22 @@ class OutputCollector:
 class BasicOutputCollector:
     """What a BasicBolt sees: emits are anchored to the current input."""
 
-    __slots__ = ("_collector", "input", "_ex", "_task", "_routes")
+    __slots__ = ("_collector", "input", "_ob", "_task", "_routes")
 
     def __init__(self, collector: OutputCollector):
         self._collector = collector
-        self._ex = collector._ex
+        self._ob = collector._ob
         self._task = collector._task
         self._routes = collector._routes
         self.input: Tuple | None = None
 
     def emit(self, values, stream: str = DEFAULT_STREAM) -> list[int]:
-        # OutputCollector.emit inlined: this is the per-tuple path of every BasicBolt.
-        out = self._routes.get(stream)
-        if out is None or out.direct or len(values) != out.n:
-            self._ex.emit_error(self._task, stream, values, out, direct=False)
-        for v in values:  # the common small str/scalar values pass with one len() or set lookup
-            t = type(v)
-            if t is str or t is bytes:
-                if len(v) < LARGE_VALUE:
-                    continue
-            elif t in SCALAR_TYPES:
-                continue
-            self._ex.check_emit(self._task, stream, values, out, False)
-            break
-        ex = self._ex
+        ob = self._ob
+        out = ob.route(self._routes, self._task, stream, values)
         anchor = self.input
-        if anchor.anchors_to_ids and ex._has_ackers:
-            return ex.bolt_emit(self._task, out, values, out.targets(values), anchor)
-        # Untracked input: an unanchored emit, inlined (the word-count split path).
-        if ex._listener is not None:
-            ex._listener(ex.component_id, self._task, stream, values)
-        targets = out.targets(values)
-        counts = out.counts
-        counts[0] += 1
-        counts[1] += len(targets)
-        tup = Tuple(values, self._task, stream, ex.component_id, out.fields, None)
-        bufs = ex._bufs
-        task_slot = ex._task_slot
-        bs = ex._batch_size
-        for t in targets:
-            i = task_slot[t]
-            buf = bufs[i]
-            buf.append((t, tup))
-            if len(buf) >= bs:
-                ex._flush_slot(i)
-        return targets
+        if anchor.anchors_to_ids:
+            return ob.emit_anchored(self._task, out, values, out.targets(values), anchor)
+        return ob.emit(self._task, out, values, out.targets(values))  # untracked input (the word-count split)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
         return self._collector.emit_direct(task, values, self.input, stream)
@@ -184,6 +122,7 @@ class BasicBoltAdapter(Adapter):
         """The per-tuple loop of a BasicBolt: execute, then ack (fail on FailedException)."""
         basic = self._basic
         collector = self._collector
+        ob = collector._ob
         user_execute = self.user.execute
         for _task, tup in batch:
             basic.input = tup
@@ -194,7 +133,7 @@ class BasicBoltAdapter(Adapter):
                 collector.fail(tup)
                 continue
             if tup.anchors_to_ids:  # outside every tuple tree there is nothing to tell the acker
-                collector._ack_tree(tup)
+                ob.ack(tup)  # counted as executed - failed (BoltExecutor.counters)
 
     def cleanup(self):
         self.user.cleanup()
@@ -210,7 +149,7 @@ class BoltExecutor(ExecutorBase):
         # acking and max spout pending the tuple trees in flight are bounded, so pendingEmits is
         # too, and the executor keeps consuming instead (beyond Storm, which deadlocks here).
         self._consume_when_blocked = bool(
-            w.on_cycle and self._has_ackers and self.conf.get("topology.max.spout.pending"))
+            w.on_cycle and self.outbox.has_ackers and self.conf.get("topology.max.spout.pending"))
         # per input (component, stream): [executed, execute secs], acks, fails (counters())
         self.executed_in: dict[tuple[str, str], list] = {}
         self.acked_in: dict[tuple[str, str], int] = {}
@@ -236,58 +175,6 @@ class BoltExecutor(ExecutorBase):
         if extra:
             g["extra"] = extra
         return g
-
-    # ---- emit path (hot) ----
-    def bolt_emit(self, task, out, values, targets, anchors) -> list[int]:
-        counts = out.counts
-        counts[0] += 1
-        counts[1] += len(targets)
-        if self._listener is not None:
-            self._listener(self.component_id, task, out.stream, values)
-        bufs = self._bufs
-        task_slot = self._task_slot
-        bs = self._batch_size
-        stream = out.stream
-        fields = out.fields
-        comp = self.component_id
-        if anchors is None or not self._has_ackers:
-            tup = Tuple(values, task, stream, comp, fields, None)
-            for t in targets:
-                i = task_slot[t]
-                buf = bufs[i]
-                buf.append((t, tup))
-                if len(buf) >= bs:
-                    self._flush_slot(i)
-            return targets
-        if type(anchors) is Tuple:
-            anchors = (anchors,)
-        else:
-            for a in anchors:
-                if type(a) is not Tuple:
-                    self._bad_anchor(task, stream, a)
-        for t in targets:
-            a2i = None
-            for a in anchors:
-                roots = a.anchors_to_ids
-                if roots:
-                    eid = getrandbits(64)
-                    a.ack_val ^= eid  # updateAckVal: the new edge rides along with the anchor's ack
-                    if a2i is None:
-                        a2i = {}
-                    for r in roots:
-                        a2i[r] = a2i.get(r, 0) ^ eid
-            i = task_slot[t]
-            buf = bufs[i]
-            buf.append((t, Tuple(values, task, stream, comp, fields, a2i)))
-            if len(buf) >= bs:
-                self._flush_slot(i)
-        return targets
-
-    def _bad_anchor(self, task, stream, anchor):
-        exc = EmitError(f"component {self.component_id!r} task {task}, stream {stream!r}: anchors must be "
-                        f"input tuples, got {type(anchor).__name__} {anchor!r}")
-        self.report_error(task, exc)
-        raise exc
 
     # ---- lifecycle ----
     def _prepare(self) -> None:
@@ -350,9 +237,9 @@ class BoltExecutor(ExecutorBase):
 
     def step(self) -> int:
         """One turn of the bolt loop: flush pendingEmits, consume a batch, execute it, flush."""
-        if self._new_routes is not None:
-            self._apply_routes()
-        if self._pending_emits and not self._try_flush_pending():
+        ob = self.outbox
+        ob.apply_routes()
+        if ob.pending_emits and not ob.try_flush_pending():
             # Back-pressured: still take system tuples (ticks), so that timeouts, flushes and
             # rotations keep happening while the data path is full.
             self._process_system()
@@ -440,7 +327,7 @@ class AckerExecutor(BoltExecutor):
 
     def _process_acker(self, batch) -> None:
         ledger = self.ledger
-        send = self._send
+        send = self.outbox.send
         for _task, p in batch:
             if type(p) is tuple:
                 kind = p[0]

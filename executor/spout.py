@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from random import getrandbits
 
 from executor.base import ExecutorBase
 from executor.checkpoint.protocol import CHECKPOINT_STREAM
@@ -13,10 +12,7 @@ from executor.checkpoint.spout_side import SpoutBarriers, StatefulSpoutAdapter
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
 from executor.serialization import (
-    ACKER_INIT,
     CHECKPOINT_FAILED,
-    LARGE_VALUE,
-    SCALAR_TYPES,
     SPOUT_ACK,
     SPOUT_FAIL,
 )
@@ -32,7 +28,7 @@ from executor.stats import (
     SKIPPED_MS,
     TIMEOUTS,
 )
-from executor.tuple import DEFAULT_STREAM, Tuple
+from executor.tuple import DEFAULT_STREAM
 from executor.wait import SPOUT_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
@@ -41,33 +37,20 @@ _FLUSH_INTERVAL = 0.001  # seconds a partly filled batch may wait while the spou
 
 
 class SpoutOutputCollector:
-    __slots__ = ("_ex", "_task", "_routes")
+    __slots__ = ("_ex", "_ob", "_task", "_routes")
 
     def __init__(self, executor: "SpoutExecutor", task: int):
         self._ex = executor
+        self._ob = executor.outbox
         self._task = task
         self._routes = executor.w.routes[task]
 
     def emit(self, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
-        out = self._routes.get(stream)
-        if out is None or out.direct or len(values) != out.n:
-            self._ex.emit_error(self._task, stream, values, out, direct=False)
-        for v in values:  # the common small str/scalar values pass with one len() or set lookup
-            t = type(v)
-            if t is str or t is bytes:
-                if len(v) < LARGE_VALUE:
-                    continue
-            elif t in SCALAR_TYPES:
-                continue
-            self._ex.check_emit(self._task, stream, values, out, False)
-            break
+        out = self._ob.route(self._routes, self._task, stream, values)
         return self._ex.send_spout_msg(self._task, out, values, out.targets(values), msg_id)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
-        out = self._routes.get(stream)
-        if out is None or not out.direct or len(values) != out.n:
-            self._ex.emit_error(self._task, stream, values, out, direct=True)
-        self._ex.check_emit(self._task, stream, values, out, True)
+        out = self._ob.route(self._routes, self._task, stream, values, True)
         return self._ex.send_spout_msg(self._task, out, values, out.direct_target(task), msg_id)
 
     def report_error(self, exc: BaseException) -> None:
@@ -108,10 +91,6 @@ class SpoutExecutor(ExecutorBase):
         self._skip_reason: str | None = None
         self._skip_since = 0.0
         self._objs = [w.objs[t] for t in self.task_ids]
-        # The acker this executor's roots go to when one runs in this worker (spread over them).
-        local = [i for i, t in enumerate(self._acker_tasks) if t in w.local_tasks]
-        self._local_acker = local[self.task_ids[0] % len(local)] if local else None
-        self._root_bits = 64 - max(1, self._n_ackers).bit_length()  # root < 2**64
         self._debug = bool(conf.get("topology.debug"))
         # Exactly-once checkpoints: stateful spout tasks take checkpoint tuples (executor/checkpoint/).
         self._barriers = SpoutBarriers(self) if any(
@@ -119,49 +98,17 @@ class SpoutExecutor(ExecutorBase):
 
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
+        """Storm's SpoutExecutor.sendSpoutMsg: a tracked tree when there is a message id, ackers and
+        a subscriber, else untracked (acked at once when it has a message id)."""
         self.emitted += 1
-        counts = out.counts
-        counts[0] += 1
-        counts[1] += len(targets)
-        if self._listener is not None:
-            self._listener(self.component_id, task, out.stream, values)
-        bufs = self._bufs
-        task_slot = self._task_slot
-        bs = self._batch_size
-        stream = out.stream
-        fields = out.fields
-        comp = self.component_id
-        if msg_id is not None and self._has_ackers and targets:
-            local = self._local_acker
-            # Every party picks a root's acker as acker_tasks[root % n]: a root drawn as a multiple
-            # of n plus the index of an acker in this worker keeps init and ack-to-spout local.
-            root = getrandbits(self._root_bits) * self._n_ackers + local if local is not None else getrandbits(64)
-            xor = 0
-            for t in targets:
-                eid = getrandbits(64)
-                xor ^= eid
-                i = task_slot[t]
-                buf = bufs[i]
-                buf.append((t, Tuple(values, task, stream, comp, fields, {root: eid})))
-                if len(buf) >= bs:
-                    self._flush_slot(i)
-            self.pending.put_new(root, (task, msg_id, stream, values, time.monotonic()))
-            a = self._acker_tasks[root % self._n_ackers]
-            i = task_slot[a]
-            buf = bufs[i]
-            buf.append((a, (ACKER_INIT, root, xor, task)))
-            if len(buf) >= bs:
-                self._flush_slot(i)
+        ob = self.outbox
+        if msg_id is not None and ob.has_ackers and targets:
+            root = ob.emit_tracked(task, out, values, targets)
+            self.pending.put_new(root, (task, msg_id, out.stream, values, time.monotonic()))
         else:
-            tup = Tuple(values, task, stream, comp, fields, None)
-            for t in targets:
-                i = task_slot[t]
-                buf = bufs[i]
-                buf.append((t, tup))
-                if len(buf) >= bs:
-                    self._flush_slot(i)
+            ob.emit(task, out, values, targets)
             if msg_id is not None:  # no ackers, or nobody subscribed: done at emit
-                self._ack_msg(task, msg_id, None, stream)
+                self._ack_msg(task, msg_id, None, out.stream)
         return targets
 
     # ---- ack/fail ----
@@ -242,8 +189,7 @@ class SpoutExecutor(ExecutorBase):
         """One turn of the spout loop (Storm's SpoutExecutor.java call()): acks and fails from the
         receive queue every `topology.spout.recvq.skips` turns, activation changes, then up to
         `burst` next_tuple calls while they emit, pendingEmits is empty and max pending allows."""
-        if self._new_routes is not None:
-            self._apply_routes()
+        self.outbox.apply_routes()
         if self._skip_reason is not None:
             self.skipped[self._skip_reason] += time.monotonic() - self._skip_since
             self._skip_reason = None
@@ -265,9 +211,9 @@ class SpoutExecutor(ExecutorBase):
         if not self._last_active:
             self._last_active = True
             self._set_active(True)
-        pe = self._pending_emits
+        pe = self.outbox.pending_emits
         no_emits = True
-        if not pe or self._try_flush_pending():
+        if not pe or self.outbox.try_flush_pending():
             max_pending = self.max_pending
             pending = self.pending
             objs = self._objs

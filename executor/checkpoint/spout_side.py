@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from random import getrandbits
 
 from executor.adapters import Adapter
 from executor.checkpoint.opener import StateOpener
@@ -23,7 +22,7 @@ from executor.checkpoint.protocol import (
     ROLLBACK,
     state_namespace,
 )
-from executor.serialization import ACKER_ACK, ACKER_FAIL, CHECKPOINT_FAILED
+from executor.serialization import ACKER_FAIL, CHECKPOINT_FAILED
 from executor.tuple import Tuple
 
 log = logging.getLogger(__name__)
@@ -146,22 +145,17 @@ class SpoutBarriers:
         counts[0] += 1
         counts[1] += len(targets)
         (root, edge), = tup.anchors_to_ids.items()
-        xor = 0
-        for t in targets:
-            eid = getrandbits(64)
-            xor ^= eid
-            ex._send(t, Tuple(values, task, CHECKPOINT_STREAM, ex.component_id, out.fields, {root: eid}))
-        return edge ^ xor
+        return edge ^ ex.outbox.emit_rooted(task, out, values, targets, root)
 
     def _ack(self, tup: Tuple, value: int) -> None:
-        ex = self.ex
+        outbox = self.ex.outbox
         for root in tup.anchors_to_ids:
-            ex._send(ex._acker_tasks[root % ex._n_ackers], (ACKER_ACK, root, value))
+            outbox.ack_value(root, value)
 
     def _fail(self, tup: Tuple) -> None:
-        ex = self.ex
+        outbox = self.ex.outbox
         for root in tup.anchors_to_ids or ():
-            ex._send(ex._acker_tasks[root % ex._n_ackers], (ACKER_FAIL, root))
+            outbox.to_acker(root, (ACKER_FAIL, root))
 
     def _drop_in_flight(self, task: int) -> None:
         """A rollback: this task's trees in flight are of the rolled-back past (their acks and
@@ -195,4 +189,4 @@ class SpoutBarriers:
                 still.append(h)
         self.held = still
         if self._coordinator is not None:
-            self.ex._send(self._coordinator, (CHECKPOINT_FAILED, task))
+            self.ex.outbox.send(self._coordinator, (CHECKPOINT_FAILED, task))

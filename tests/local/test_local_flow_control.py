@@ -164,12 +164,12 @@ def test_back_pressured_executors_keep_processing_ticks_and_timeouts_fire():
         try:
             cluster.submit_topology("bp-timeouts", conf, b.create_topology())
             execs = {ex.component_id: ex for w in cluster.workers("bp-timeouts") for ex in w.executors}
-            poll(lambda: execs["pass"]._pending_emits, timeout=20, message="the pass bolt to be back-pressured")
+            poll(lambda: execs["pass"].outbox.pending_emits, timeout=20, message="the pass bolt to be back-pressured")
             ticks = shared.ticks
             # While 'pass' stays blocked on the gate's full queue it still executes its ticks...
             poll(lambda: shared.ticks >= ticks + 3, timeout=20,
                  message=lambda: f"ticks while back-pressured (saw {shared.ticks - ticks})")
-            assert execs["pass"]._pending_emits
+            assert execs["pass"].outbox.pending_emits
             # ...and the spout's message timeouts fire (rotation on its own system ticks).
             poll(lambda: shared.failed > 0, timeout=20, message="a timeout while back-pressured")
         finally:

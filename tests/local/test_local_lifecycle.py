@@ -112,7 +112,7 @@ def test_back_pressure_slow_bolt_small_buffer_bounded_memory_nothing_lost():
         deadline = time.monotonic() + 45
         while len(shared.held) < total:
             max_q = max(max_q, len(bolt.queue))
-            max_pe = max(max_pe, sum(len(entry[1]) for entry in list(spout._pending_emits)))
+            max_pe = max(max_pe, sum(len(entry[1]) for entry in list(spout.outbox.pending_emits)))
             assert time.monotonic() < deadline, f"only {len(shared.held)} of {total} acked"
             time.sleep(0.002)
         assert sorted(shared.held) == list(range(total))
