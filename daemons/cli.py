@@ -25,10 +25,12 @@ def main() -> None:
 
 @main.command()
 def version() -> None:
-    """Print the storm-py version."""
+    """Print the storm-py version and which per-tuple core runs (compiled or pure Python)."""
+    from executor.core import describe
     from executor.package import storm_py_version
 
     click.echo(f"storm-py {storm_py_version()}")
+    click.echo(f"core: {describe()}")
 
 
 def format_value(value) -> str:

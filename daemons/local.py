@@ -31,6 +31,7 @@ from daemons.inprocess.code import LiveCode, LiveCodeStore, LiveSupervisorCode
 from daemons.inprocess.workers import InProcessLauncher, InProcessRuntime, TopologyHooks
 from daemons.nimbus.daemon import Nimbus
 from daemons.supervisor.daemon import Supervisor
+from executor.core import log_core
 from executor.errors import ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout
 from executor.lifecycle import Status
@@ -79,6 +80,7 @@ class _Topology:
 
 class LocalCluster:
     def __init__(self, daemon_conf: dict | None = None):
+        log_core()
         self.conf = default_config()
         if daemon_conf:
             validate_config(daemon_conf, "LocalCluster config")

@@ -31,10 +31,15 @@ class RotatingMap:
                 return b[key]
         return default
 
-    def contains(self, key: Hashable) -> bool:
-        return any(key in b for b in self._buckets)
+    # Special methods are defined, not aliased: the compiled build (a cdef class) ignores aliases.
+    def __contains__(self, key: Hashable) -> bool:
+        for b in self._buckets:
+            if key in b:
+                return True
+        return False
 
-    __contains__ = contains
+    def contains(self, key: Hashable) -> bool:
+        return key in self
 
     def remove(self, key: Hashable, default: Any = None) -> Any:
         for b in self._buckets:
@@ -46,10 +51,14 @@ class RotatingMap:
     def items(self) -> list[tuple[Any, Any]]:
         return [kv for b in self._buckets for kv in b.items()]
 
-    def size(self) -> int:
-        return sum(len(b) for b in self._buckets)
+    def __len__(self) -> int:
+        n = 0
+        for b in self._buckets:
+            n += len(b)
+        return n
 
-    __len__ = size
+    def size(self) -> int:
+        return len(self)
 
     def rotate(self) -> dict:
         """Drop the oldest bucket, calling the expiry callback for each of its entries."""

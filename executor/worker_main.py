@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
                                                    encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
+    from executor.core import log_core
     from executor.worker_process import WorkerProcess
+
+    log_core()
 
     service = WorkerProcess(conf, args.storm_id, args.supervisor_id, args.port, args.worker_id)
     code = run_service(service)

@@ -1,0 +1,26 @@
+# Types of executor/core/outbox.py for its compiled build (executor/core/__init__.py).
+cdef class Outbox:
+    cdef public object component_id
+    cdef list _slot_queues
+    cdef object _task_slot
+    cdef list _bufs
+    cdef Py_ssize_t _batch_size
+    cdef public object pending_emits
+    cdef dict _pending_acks
+    cdef list _acker_tasks
+    cdef Py_ssize_t _n_ackers
+    cdef public bint has_ackers
+    cdef object _local_acker
+    cdef int _root_bits
+    cdef object _listener
+    cdef object _max_tuple_bytes
+    cdef object _large_bytes
+    cdef object _report_error
+    cdef object _new_routes
+
+    cpdef _counted(self, task, out, values, targets)
+    cpdef _flush_slot(self, Py_ssize_t i)
+    cpdef send(self, target, payload)
+    cpdef to_acker(self, root, payload)
+    cpdef _send_pending_acks(self)
+    cpdef flush(self)
