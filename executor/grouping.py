@@ -160,6 +160,46 @@ class LocalOrShuffleGrouper(ShuffleGrouper):
         super().__init__(local or list(targets), rng)
 
 
+_LOAD_EVERY = 64  # choices between two looks at the local tasks' load
+
+
+class LocalityAwareShuffleGrouper(Grouper):
+    """A shuffle that keeps tuples in the emitting worker while its tasks there keep up (Storm 2's
+    LoadAwareShuffleGrouping, scopes worker-local and everything; storm-py has no host or rack
+    scope, and picks round robin within a scope instead of by weight).
+
+    load(task) is a local task's receive queue fill (0..1). Every _LOAD_EVERY choices the mean
+    load of the local targets moves the scope: above `higher` to every target, back below `lower`
+    to the local ones; in between it stays (hysteresis, as Storm's)."""
+
+    def __init__(self, targets: Sequence[int], local_tasks: set[int], load: Callable[[int], float],
+                 higher: float, lower: float, rng: random.Random | None = None):
+        self._local = ShuffleGrouper([t for t in targets if t in local_tasks], rng)
+        self._everything = ShuffleGrouper(targets, rng)
+        self._local_tasks = [t for t in targets if t in local_tasks]
+        self._load = load
+        self._higher = higher
+        self._lower = lower
+        self.scope_local = True
+        self._until_check = _LOAD_EVERY
+
+    def choose(self, values):
+        self._until_check -= 1
+        if self._until_check <= 0:
+            self._until_check = _LOAD_EVERY
+            self._rescope()
+        return (self._local if self.scope_local else self._everything).choose(values)
+
+    def _rescope(self) -> None:
+        load = self._load
+        mean = sum(load(t) for t in self._local_tasks) / len(self._local_tasks)
+        if self.scope_local:
+            if mean > self._higher:
+                self.scope_local = False
+        elif mean < self._lower:
+            self.scope_local = True
+
+
 class CustomGrouper(Grouper):
     """Wraps a user object with prepare(context, stream, targets) and choose_tasks(task, values)."""
 

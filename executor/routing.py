@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable
 
 from executor.errors import EmitError, InvalidTopologyError
 from executor.grouping import (
@@ -11,6 +11,7 @@ from executor.grouping import (
     CustomGrouper,
     FieldsGrouper,
     GlobalGrouper,
+    LocalityAwareShuffleGrouper,
     LocalOrShuffleGrouper,
     PartialKeyGrouper,
     ShuffleGrouper,
@@ -58,8 +59,12 @@ class StreamOut:
 
 
 def _make_grouper(g: Grouping, targets: list[int], fields: Fields, task_id: int, local_tasks: set[int],
-                  context: Any, component: str, stream: str, custom: Any = None):
+                  context: Any, component: str, stream: str, custom: Any = None, locality: Locality | None = None):
     if g.kind in ("shuffle", "none"):
+        local = [t for t in targets if t in local_tasks]
+        if locality is not None and local and len(local) < len(targets):
+            return LocalityAwareShuffleGrouper(targets, local_tasks, locality.load, locality.higher,
+                                               locality.lower, random.Random())
         return ShuffleGrouper(targets, random.Random())
     if g.kind == "fields":
         return FieldsGrouper(targets, fields, g.fields)
@@ -90,8 +95,30 @@ def _make_grouper(g: Grouping, targets: list[int], fields: Fields, task_id: int,
     raise InvalidTopologyError(f"unknown grouping {g.kind!r}")
 
 
+class Locality:
+    """What a shuffle grouping needs to prefer the worker's own tasks (LocalityAwareShuffleGrouper):
+    the load of a local task and the bounds, from the topology conf."""
+
+    __slots__ = ("load", "higher", "lower")
+
+    def __init__(self, load: Callable[[int], float], higher: float, lower: float):
+        self.load = load
+        self.higher = higher
+        self.lower = lower
+
+    @classmethod
+    def from_conf(cls, conf: dict, load: Callable[[int], float]) -> "Locality | None":
+        """None when topology.disable.loadaware.messaging is set (plain shuffles, as Storm's)."""
+        if conf.get("topology.disable.loadaware.messaging"):
+            return None
+        # .get: a topology submitted before these keys existed runs with Storm's defaults
+        return cls(load, float(conf.get("topology.localityaware.higher.bound", 0.8)),
+                   float(conf.get("topology.localityaware.lower.bound", 0.2)))
+
+
 def build_routes(topology: StormTopology, layout: TopologyLayout, component: str, task_id: int,
-                 local_tasks: set[int], context: Any, copy_custom) -> dict[str, StreamOut]:
+                 local_tasks: set[int], context: Any, copy_custom,
+                 locality: Locality | None = None) -> dict[str, StreamOut]:
     spec = topology.components[component]
     routes: dict[str, StreamOut] = {}
     for stream, sspec in spec.streams.items():
@@ -108,7 +135,7 @@ def build_routes(topology: StormTopology, layout: TopologyLayout, component: str
             if grouping.kind == "custom":
                 custom = copy_custom(topology.custom_groupings[(target, index)])
             groupers.append(_make_grouper(grouping, targets, sspec.fields, task_id, local_tasks, context,
-                                          component, stream, custom))
+                                          component, stream, custom, locality))
         routes[stream] = StreamOut(component, stream, sspec.fields, sspec.direct, groupers,
                                    frozenset(direct_tasks))
     return routes

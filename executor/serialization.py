@@ -4,7 +4,8 @@ What a worker sends is entries (task_id, payload): a payload is a Tuple (user da
 control tuple whose first element is one of the message kinds below (acker traffic). On the wire
 a batch is columnar, so that neither side handles a row per tuple:
 
-    [groups, controls]
+    [version, groups, controls]
+    version:  WIRE_VERSION (a batch of another version is refused, naming both)
     groups:   [[task, source_task, stream, [values, ...], anchors], ...]
     anchors:  nil when no tuple of the group is anchored, else one entry per tuple: its
               root -> edge map, or nil
@@ -30,6 +31,8 @@ ACKER_FAIL = 3   # (ACKER_FAIL, root)                               bolt -> acke
 SPOUT_ACK = 4    # (SPOUT_ACK, root)                                acker -> spout
 SPOUT_FAIL = 5   # (SPOUT_FAIL, root)                               acker -> spout
 CHECKPOINT_FAILED = 6  # (CHECKPOINT_FAILED, spout_task)  stateful spout -> checkpoint spout (exactly-once)
+
+WIRE_VERSION = 1  # the first element of every batch (one byte on the wire)
 
 _CONTROL_LEN = {ACKER_INIT: 4, ACKER_ACK: 3, ACKER_FAIL: 2, SPOUT_ACK: 2, SPOUT_FAIL: 2, CHECKPOINT_FAILED: 2}
 
@@ -98,7 +101,7 @@ def pack_batch(entries: Iterable) -> bytes:
     for g in groups:
         if not any(g[4]):  # nothing anchored (empty maps included): no column at all
             g[4] = None
-    return _packer.pack([groups, controls])
+    return _packer.pack([WIRE_VERSION, groups, controls])
 
 
 def decode_batch(data: bytes, resolve: Resolver) -> tuple[list[TupleColumn], list]:
@@ -108,11 +111,14 @@ def decode_batch(data: bytes, resolve: Resolver) -> tuple[list[TupleColumn], lis
         batch = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
     except (msgpack.UnpackException, ValueError) as exc:
         raise DecodeError(f"undecodable tuple batch ({len(data)} bytes): {exc}") from None
-    if type(batch) is not list or len(batch) != 2 or type(batch[0]) is not list or type(batch[1]) is not list:
-        raise DecodeError(f"a tuple batch is [groups, controls], not {_short(batch)}")
+    if type(batch) is list and len(batch) == 3 and batch[0] != WIRE_VERSION and type(batch[0]) is int:
+        raise DecodeError(f"tuple batch of wire version {batch[0]}; this worker reads version {WIRE_VERSION} "
+                          f"(workers of different storm-py versions in one topology?)")
+    if type(batch) is not list or len(batch) != 3 or type(batch[1]) is not list or type(batch[2]) is not list:
+        raise DecodeError(f"a tuple batch is [{WIRE_VERSION}, groups, controls], not {_short(batch)}")
     columns = []
     cache: dict = {}
-    for g in batch[0]:
+    for g in batch[1]:
         if type(g) is not list or len(g) != 5:
             raise DecodeError(f"malformed tuple group {_short(g)}")
         task, src, stream, values, anchors = g
@@ -135,7 +141,7 @@ def decode_batch(data: bytes, resolve: Resolver) -> tuple[list[TupleColumn], lis
                 raise DecodeError(f"tuples from unknown task {src} stream {stream!r}: {exc}") from None
         columns.append(TupleColumn(task, src, stream, meta[0], meta[1], values, anchors))
     controls = []
-    for row in batch[1]:
+    for row in batch[2]:
         if type(row) is not list or len(row) < 2 or type(row[0]) is not int \
                 or _CONTROL_LEN.get(row[1]) != len(row) - 1:
             raise DecodeError(f"malformed control row {_short(row)}")
@@ -204,5 +210,5 @@ def batch_bytes(batch: list) -> int:
     return n
 
 
-__all__ = ["pack_batch", "decode_batch", "unpack_batch", "TupleColumn", "check_values", "measure_values", "batch_bytes", "DecodeError", "ACKER_INIT",
+__all__ = ["pack_batch", "decode_batch", "unpack_batch", "TupleColumn", "check_values", "measure_values", "batch_bytes", "DecodeError", "WIRE_VERSION", "ACKER_INIT",
            "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL", "CHECKPOINT_FAILED"]

@@ -25,7 +25,7 @@ from executor.context import TopologyContext
 from executor.errors import ComponentError
 from executor.layout import TopologyLayout
 from executor.receive_queue import ReceiveQueue
-from executor.routing import build_routes
+from executor.routing import Locality, build_routes
 from executor.scheduling import DedicatedRunner, SharedRunner
 from executor.spout import SpoutExecutor
 from executor.stats import component_totals, group_by_component
@@ -184,7 +184,7 @@ class Worker:
                 continue
             objs[t] = self._copy_component(comp, p.kind)
             routes[t] = build_routes(self.topology, self.layout, comp, t, self.local_tasks, contexts[t],
-                                     copy.deepcopy)
+                                     copy.deepcopy, Locality.from_conf(p.conf, self._task_load))
         wiring = ExecutorWiring(
             storm_id=self.storm_id, component_id=comp, task_ids=list(p.tasks), objs=objs, contexts=contexts,
             routes=routes, conf=dict(p.conf), queue=q, slot_queues=slot_queues, task_slot=task_slot,
@@ -196,6 +196,11 @@ class Worker:
         if p.kind == "acker":
             return AckerExecutor(wiring)
         return SpoutExecutor(wiring) if p.kind == "spout" else BoltExecutor(wiring)
+
+    def _task_load(self, task: int) -> float:
+        """A local task's receive queue fill, 0..1 (what locality-aware shuffles look at)."""
+        q = self._task_queue.get(task)
+        return len(q) / q.capacity if q is not None else 1.0
 
     def _copy_component(self, comp: str, kind: str):
         obj = copy_for_task(self.topology.objs[comp], comp)

@@ -17,6 +17,7 @@ from executor.grouping import (
     AllGrouper,
     FieldsGrouper,
     GlobalGrouper,
+    LocalityAwareShuffleGrouper,
     LocalOrShuffleGrouper,
     PartialKeyGrouper,
     ShuffleGrouper,
@@ -157,6 +158,47 @@ def test_local_or_shuffle_falls_back_to_all_targets():
         g = LocalOrShuffleGrouper(targets, local, random.Random(3))
         counts = Counter(g.choose([i])[0] for i in range(400))
         assert counts == {1: 100, 2: 100, 3: 100, 4: 100}
+
+
+# ---------------------------------------------------------------- locality-aware shuffle
+
+
+def test_locality_aware_shuffle_stays_local_while_the_local_tasks_keep_up():
+    load = {2: 0.5, 5: 0.5}
+    g = LocalityAwareShuffleGrouper([1, 2, 3, 5], {2, 5, 99}, load.get, 0.8, 0.2, random.Random(1))
+    counts = Counter(g.choose([i])[0] for i in range(1000))
+    assert set(counts) == {2, 5} and counts[2] == counts[5] == 500
+
+
+def test_locality_aware_shuffle_spreads_when_overloaded_and_returns_below_the_lower_bound():
+    load = {2: 0.9, 5: 0.85}  # mean 0.875 > 0.8
+    g = LocalityAwareShuffleGrouper([1, 2, 3, 5], {2, 5}, load.__getitem__, 0.8, 0.2, random.Random(2))
+    first = [g.choose([i])[0] for i in range(63)]  # the first look at the load is at the 64th choice
+    assert set(first) <= {2, 5}
+    spread = Counter(g.choose([i])[0] for i in range(400))
+    assert not g.scope_local and set(spread) == {1, 2, 3, 5}
+    load.update({2: 0.5, 5: 0.5})  # between the bounds: stays spread (hysteresis)
+    assert set(Counter(g.choose([i])[0] for i in range(400))) == {1, 2, 3, 5}
+    load.update({2: 0.1, 5: 0.1})  # below the lower bound: local again
+    for i in range(64):
+        g.choose([i])
+    assert g.scope_local
+    assert set(Counter(g.choose([i])[0] for i in range(400))) == {2, 5}
+
+
+def test_shuffle_is_locality_aware_only_when_some_but_not_all_targets_are_local():
+    from executor.routing import Locality, _make_grouper
+    from executor.structure import Grouping
+
+    locality = Locality(lambda t: 0.0, 0.8, 0.2)
+    for local, kind in (({1, 2}, LocalityAwareShuffleGrouper), (set(), ShuffleGrouper),
+                        ({1, 2, 3, 4}, ShuffleGrouper)):
+        g = _make_grouper(Grouping("shuffle"), [1, 2, 3, 4], Fields(["x"]), 9, local, None, "c", "s",
+                          locality=locality)
+        assert type(g) is kind, (local, g)
+    assert type(_make_grouper(Grouping("shuffle"), [1, 2, 3, 4], Fields(["x"]), 9, {1}, None, "c", "s")) \
+        is ShuffleGrouper  # topology.disable.loadaware.messaging: no Locality
+    assert Locality.from_conf({"topology.disable.loadaware.messaging": True}, lambda t: 0.0) is None
 
 
 # ---------------------------------------------------------------- fields

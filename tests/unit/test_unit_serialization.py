@@ -11,6 +11,7 @@ from executor.serialization import (
     ACKER_INIT,
     SPOUT_ACK,
     SPOUT_FAIL,
+    WIRE_VERSION,
     DecodeError,
     check_values,
     decode_batch,
@@ -164,25 +165,35 @@ def test_unknown_source_stream_from_resolver_is_a_decode_error():
     b"not msgpack at all \xff\xfe",
     msgpack.packb({"a": 1}),  # not a list
     msgpack.packb(5),
-    msgpack.packb([[1]]),  # not [groups, controls]
-    msgpack.packb([[], [], []]),
-    msgpack.packb([{}, []]),
-    msgpack.packb([[[1, 3, "default", [["x", 1]]]], []]),  # group too short
-    msgpack.packb([[[1, 3, "default", [["x", 1]], None, 7]], []]),  # group too long
-    msgpack.packb([[[1, 3, "default", ["x", 1], None]], []]),  # values not lists
-    msgpack.packb([[[1, 3, 7, [["x", 1]], None]], []]),  # stream not a string
-    msgpack.packb([["x", 3, "default", [["x", 1]], None]]),  # task not an int
-    msgpack.packb([[[1, 3, "default", [["x", 1]], [{1: 2}, None]]], []]),  # anchors do not match
-    msgpack.packb([[[1, 3, "default", [["x", 1]], [[1, 2]]]], []]),  # anchors not a map
-    msgpack.packb([[[1, 3, "default", [["x", 1]], 5]], []]),
-    msgpack.packb([[5], []]),  # group is not a list
-    msgpack.packb([[], [5]]),  # control is not a list
-    msgpack.packb([[], [["x", ACKER_FAIL, 1]]]),  # control task not an int
+    msgpack.packb([[1]]),  # not [version, groups, controls]
+    msgpack.packb([[], []]),  # no version
+    msgpack.packb([WIRE_VERSION, [], [], []]),
+    msgpack.packb([WIRE_VERSION, {}, []]),
+    msgpack.packb([WIRE_VERSION, [[1, 3, "default", [["x", 1]]]], []]),  # group too short
+    msgpack.packb([WIRE_VERSION, [[1, 3, "default", [["x", 1]], None, 7]], []]),  # group too long
+    msgpack.packb([WIRE_VERSION, [[1, 3, "default", ["x", 1], None]], []]),  # values not lists
+    msgpack.packb([WIRE_VERSION, [[1, 3, 7, [["x", 1]], None]], []]),  # stream not a string
+    msgpack.packb([WIRE_VERSION, ["x", 3, "default", [["x", 1]], None]]),  # task not an int
+    msgpack.packb([WIRE_VERSION, [[1, 3, "default", [["x", 1]], [{1: 2}, None]]], []]),  # anchors do not match
+    msgpack.packb([WIRE_VERSION, [[1, 3, "default", [["x", 1]], [[1, 2]]]], []]),  # anchors not a map
+    msgpack.packb([WIRE_VERSION, [[1, 3, "default", [["x", 1]], 5]], []]),
+    msgpack.packb([WIRE_VERSION, [5], []]),  # group is not a list
+    msgpack.packb([WIRE_VERSION, [], [5]]),  # control is not a list
+    msgpack.packb([WIRE_VERSION, [], [["x", ACKER_FAIL, 1]]]),  # control task not an int
     pack_batch([(1, _tuple(["x", 1]))])[:-3],  # truncated real batch
 ])
 def test_unpack_garbage_raises_decode_error(data):
     with pytest.raises(DecodeError):
         unpack_batch(data, Resolver())
+
+
+def test_a_batch_of_another_wire_version_is_refused_naming_both():
+    with pytest.raises(DecodeError, match=f"wire version {WIRE_VERSION + 1}; this worker reads version {WIRE_VERSION}"):
+        unpack_batch(msgpack.packb([WIRE_VERSION + 1, [], []]), Resolver())
+
+
+def test_every_batch_starts_with_the_wire_version():
+    assert msgpack.unpackb(pack_batch([(1, _tuple(["x", 1]))]))[0] == WIRE_VERSION
 
 
 def test_decode_error_is_a_value_error_with_description():
@@ -194,7 +205,7 @@ def test_decode_error_is_a_value_error_with_description():
 
 def test_unpack_row_that_is_a_string_raises_decode_error():
     with pytest.raises(DecodeError):
-        unpack_batch(msgpack.packb(["ab", []]), Resolver())
+        unpack_batch(msgpack.packb([WIRE_VERSION, "ab", []]), Resolver())
 
 
 @pytest.mark.parametrize("row", [[1, ACKER_ACK], [1, ACKER_INIT, 5, 6], [1, ACKER_FAIL], [1, SPOUT_ACK]])

@@ -99,6 +99,7 @@ ALL_TOPOLOGY = textwrap.dedent('''
     b.set_bolt("none", Recorder(out), 2).none_grouping("src")
     b.set_bolt("local_remote", Recorder(out), 2).local_or_shuffle_grouping("src")
     b.set_bolt("local_mixed", Recorder(out), 2).local_or_shuffle_grouping("src")
+    b.set_bolt("shuffle_mixed", Recorder(out), 2).shuffle_grouping("src")
     b.set_bolt("pkg", Recorder(out), 3).partial_key_grouping("src", ["key"])
     b.set_bolt("custom", Recorder(out), 3).custom_grouping("src", ModuloGrouping())
     b.set_bolt("direct", Recorder(out), 3).direct_grouping("src", stream="direct")
@@ -148,16 +149,19 @@ def test_every_grouping_routes_as_specified_across_two_worker_processes(rig, tmp
     a, b = rig.ports
     tasks = rig.component_tasks(storm_id)
     mixed_local = tasks["local_mixed"][0]
-    # The spout alone in worker a; every consumer in worker b except one local_mixed task.
-    task_port = rig.place(storm_id, lambda comp, ex: a if comp == "src" or ex[0] == mixed_local else b)
-    assert task_port[tasks["src"][0]] == a and task_port[mixed_local] == a
+    shuffle_local = tasks["shuffle_mixed"][0]
+    # The spout alone in worker a; every consumer in worker b except one local_mixed task and one
+    # shuffle_mixed task.
+    task_port = rig.place(storm_id, lambda comp, ex: a if comp == "src" or ex[0] in (mixed_local, shuffle_local)
+                          else b)
+    assert task_port[tasks["src"][0]] == a and task_port[mixed_local] == a and task_port[shuffle_local] == a
     assert all(task_port[t] == b for c in ("shuffle", "fields", "all", "global", "none", "local_remote", "pkg",
                                              "custom", "direct") for t in tasks[c])
     for p in (a, b):
         rig.start_worker(storm_id, p)
     rig.wait_heartbeats([a, b])
-    consumers = ["shuffle", "fields", "all", "global", "none", "local_remote", "local_mixed", "pkg", "custom",
-                 "direct"]
+    consumers = ["shuffle", "fields", "all", "global", "none", "local_remote", "local_mixed", "shuffle_mixed",
+                 "pkg", "custom", "direct"]
     expected = {c: total for c in consumers} | {"all": 3 * total}
     _wait_for(rig, out, expected, tasks, [a, b])
     got = {c: _received(out, c, tasks[c]) for c in consumers}
@@ -185,6 +189,8 @@ def test_every_grouping_routes_as_specified_across_two_worker_processes(rig, tmp
     # local_or_shuffle: with no local task, spread over the remote ones; with one, only it.
     assert all(len(got["local_remote"].get(t, [])) == total // 2 for t in tasks["local_remote"])
     assert values("local_mixed", mixed_local) == sent
+    # shuffle with a task in the spout's worker, far from overloaded: locality-aware, only it.
+    assert values("shuffle_mixed", shuffle_local) == sent
     # partial key: each key at one or two tasks.
     for key in {k for k, _n in sent}:
         assert 1 <= len({t for t, vs in got["pkg"].items() if any(v[0] == key for _s, v in vs)}) <= 2

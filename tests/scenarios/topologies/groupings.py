@@ -17,4 +17,6 @@ b.set_bolt("custom", Sink(), 3).custom_grouping("src", ModuloGrouping())
 b.set_bolt("router", Router("direct_sink")).shuffle_grouping("src")
 b.set_bolt("direct_sink", Sink(), 3).direct_grouping("router", stream="direct")
 topology = b.create_topology()
-config = {"topology.workers": 2}
+# Plain shuffles (each of its tasks gets a share); the locality-aware default, which keeps the
+# tuples in the spout's worker, is tested in tests/worker/test_worker_groupings.py.
+config = {"topology.workers": 2, "topology.disable.loadaware.messaging": True}
