@@ -9,7 +9,8 @@ last `length` for a count window. Older items leave (expire); newer ones wait fo
 window. A window with no item is not handed to the bolt (Storm's onTrigger returns false).
 
 - processing time, count slide: every `sliding` items the newest one's time triggers;
-- processing time, duration slide: `on_time(now)` every sliding interval (the executor's ticks);
+- processing time, duration slide: `on_time(now)` every sliding interval (the executor's ticks)
+  fires every window ending, on a grid started by the first tick, up to `now`;
 - event time, duration slide: `on_watermark(wm)` fires every window ending at a multiple of the
   sliding interval up to the watermark, skipping ahead over spans with no item
   (WatermarkTimeTriggerPolicy);
@@ -77,10 +78,19 @@ class WindowManager:
         return step
 
     def on_time(self, now: float) -> Step:
-        """Processing time: a tick (every sliding interval of a duration slide)."""
+        """Processing time: a tick (every sliding interval of a duration slide). The first tick's
+        time starts a grid of window ends, one sliding interval apart; a tick fires every end up to
+        its time, so a late tick (a busy executor) fires the windows it missed instead of letting
+        their items expire unseen (a tumbling window's tuples would be acked uncounted)."""
         step = Step()
-        if not self.spec.event_time and self.spec.sliding_ms is not None:
-            self._fire(now, step)
+        sliding = self.spec.sliding_ms
+        if not self.spec.event_time and sliding is not None:
+            if self._next_end == 0.0:
+                # The grid ends at this tick; it starts early enough that the first window covers
+                # the oldest item (a first tick later than a window length after it: a busy start).
+                back = math.floor((now - self._events[0][0]) / sliding) if self._events else 0
+                self._next_end = now - max(0, back) * sliding
+            self._fire_due(now, step)
         return step
 
     def on_watermark(self, wm: float) -> Step:
@@ -88,16 +98,7 @@ class WindowManager:
         step = Step()
         spec = self.spec
         if spec.sliding_ms is not None:
-            end = self._next_end
-            while end <= wm:
-                if self._fire(end, step):
-                    end += spec.sliding_ms
-                    continue
-                nxt = self._earliest_after(end, wm)
-                if nxt is None:
-                    break
-                end = nxt if nxt % spec.sliding_ms == 0 else nxt + (spec.sliding_ms - nxt % spec.sliding_ms)
-            self._next_end = end
+            self._fire_due(wm, step)
         else:
             lo = bisect.bisect_right(self._events, (self._last_counted, _AFTER), key=lambda e: e[:2])
             hi = bisect.bisect_right(self._events, (wm, _AFTER), key=lambda e: e[:2])
@@ -106,6 +107,21 @@ class WindowManager:
                 self._fire(ts, step)
                 self._last_counted = ts
         return step
+
+    def _fire_due(self, limit: float, step: Step) -> None:
+        """Fire every window ending at or before `limit` on the grid of window ends, skipping
+        ahead over spans with no item."""
+        sliding = self.spec.sliding_ms
+        end = self._next_end
+        while end <= limit:
+            if self._fire(end, step):
+                end += sliding
+                continue
+            nxt = self._earliest_after(end, limit)
+            if nxt is None:
+                break
+            end = nxt if nxt % sliding == 0 else nxt + (sliding - nxt % sliding)
+        self._next_end = end
 
     def _earliest_after(self, start: float, end: float) -> float | None:
         i = bisect.bisect_right(self._events, (start, _AFTER), key=lambda e: e[:2])

@@ -43,15 +43,39 @@ def test_duration_window_sliding_in_processing_time():
     m = manager(**{S.LENGTH_DURATION_KEY: 1000, S.SLIDING_DURATION_KEY: 500})
     for i, ts in enumerate([100, 300, 600, 900, 1200]):
         assert not m.add(f"e{i}", ts).fired
-    first = m.on_time(1000)
-    (f,) = first.fired
-    assert f.window == ["e0", "e1", "e2", "e3"] and f.start == 0 and f.end == 1000
+    first = m.on_time(1000)  # 900 ms after the first tuple: the window ending at 500 too
+    assert [(f.start, f.end) for f in first.fired] == [(-500, 500), (0, 1000)]
+    f = first.fired[-1]
+    assert first.fired[0].window == ["e0", "e1"] and f.window == ["e0", "e1", "e2", "e3"]
     second = m.on_time(1500)
     (f,) = second.fired
     assert f.window == ["e2", "e3", "e4"] and f.new == ["e4"] and f.expired == ["e0", "e1"]
     assert second.expired == ["e0", "e1"]
-    assert not m.on_time(3000).fired  # empty: not handed out, but its tuples left
-    assert len(m) == 0
+    # A late tick fires the windows it missed (ending at 2000; the one at 2500 is empty)
+    late = m.on_time(3000)
+    (f,) = late.fired
+    assert f.window == ["e4"] and f.new == [] and f.end == 2000 and f.expired == ["e2", "e3"]
+    assert late.expired == ["e2", "e3", "e4"] and len(m) == 0  # e4 left at 2500 (an empty window)
+
+
+def test_a_late_tick_fires_the_tumbling_windows_it_missed_so_no_tuple_leaves_unseen():
+    m = manager(**{S.LENGTH_DURATION_KEY: 500})
+    assert not m.on_time(1000).fired  # the first tick starts the grid: 1000, 1500, 2000, ...
+    for ts in (1100, 1400, 1600, 1900, 2100):
+        m.add(ts, ts)
+    step = m.on_time(2300)  # the ticks at 1500 and 2000 came late, together
+    assert [f.window for f in step.fired] == [[1100, 1400], [1600, 1900]]
+    assert step.expired == [1100, 1400]  # what left had been in a window
+    assert [f.window for f in m.on_time(2500).fired] == [[2100]]
+
+
+def test_a_first_tick_long_after_the_first_tuples_fires_windows_back_to_them():
+    m = manager(**{S.LENGTH_DURATION_KEY: 500})
+    for ts in (100, 700, 1300):  # a busy start: the first tick comes 1.2 s after the first tuple
+        m.add(ts, ts)
+    step = m.on_time(1300)
+    assert [(f.start, f.end, f.window) for f in step.fired] == [(-200, 300, [100]), (300, 800, [700]),
+                                                                (800, 1300, [1300])]
 
 
 def test_duration_window_tumbling_and_count_slide_over_duration():
@@ -189,8 +213,8 @@ def test_restored_items_in_processing_time_are_handed_out_by_the_next_window():
     data = m.snapshot(lambda x: x)
     again = WindowManager(m.spec)
     again.restore(data, lambda x: x)
-    # a worker's downtime later: with their old arrival times they would just expire
-    assert windows([again.on_time(60_000.0)]) == []
+    # a worker's downtime later, with their old arrival times: a window of their own time
+    assert [w[0] for w in windows([again.on_time(60_000.0)])] == [[0], [1, 2]]  # grid ends 1000, 1500
     again = WindowManager(m.spec)
     again.restore(data, lambda x: x)
     again.restamp(60_000.0)
