@@ -15,6 +15,9 @@ counts to probe files (every 0.5 s, os.replace of a tmp file) in a directory nam
 topology config key scaling.out; each task's rate is taken between its own timestamps, and
 sentences/s = words/s / the list's exact mean words per sentence. The spouts' own figure
 (acked/s, or emitted/s unacked) is reported as a cross-check.
+Acked runs also report complete latency (emit to ack, every 8th sentence, at the spouts: p50 and
+p99 over the window from log-scale histograms, ~5% resolution); --rate R paces the spouts to R
+sentences/s in all (the latency goal is stated at 5,000/s on two workers).
 Per worker process over the window (psutil): CPU seconds per second, peak RSS; and how many
 worker processes were seen (a restarted worker shows up as one more).
 
@@ -28,6 +31,7 @@ usage: python3 bench/scaling.py [--seconds 15] [--warmup 5] [--only acked|unacke
                                 [--profile]    (py-spy record of each worker over the window;
                                                 top self/inclusive entries; it costs CPU)
                                 [--conf KEY=YAML ...]  (topology config for every run)
+                                [--rate R]     (sentences/s offered in all, instead of flat out)
                                 [--no-bytewax] [--bytewax-python PY] [--peer-dir DIR]
 """
 
@@ -82,6 +86,7 @@ BYTEWAX_N = 200_000
 COMPONENTS = textwrap.dedent('''
     """bench/scaling.py's word count: sentence spout -> split -> count, with probe files."""
     import json
+    import math
     import os
     import random
     import string
@@ -92,6 +97,8 @@ COMPONENTS = textwrap.dedent('''
     N_SENTENCES = 10_000
     CHECK_EVERY = 64      # look at the clock every 64 events ...
     MAX_AGE = 0.5         # ... and write a probe file once MAX_AGE seconds passed since the last
+    SAMPLE_EVERY = 8      # complete latency of every 8th sentence (acked runs)
+    LAT_RES = 20          # latency histogram buckets per factor e: bucket(us) = int(log(us + 1) * 20)
 
 
     def make_vocab(size=1000, seed=1234):
@@ -146,12 +153,25 @@ COMPONENTS = textwrap.dedent('''
             self.i = context.this_task_index * N_SENTENCES // len(context.this_component_tasks)
             self.n = self.acks = self.fails = self.events = 0
             self.probe = Probe(conf["scaling.out"], f"spout-{context.this_task_id}")
+            # scaling.rate: sentences/s offered by the whole topology (paced per task), else flat out
+            self.rate = float(conf.get("scaling.rate") or 0) / len(context.this_component_tasks)
+            self.t0 = None
+            self.sent_at = {}
+            self.lat = {}  # latency bucket -> sampled sentences
 
         def next_tuple(self):
+            if self.rate:
+                now = time.monotonic()
+                if self.t0 is None:
+                    self.t0 = now
+                if self.n >= (now - self.t0) * self.rate:
+                    return
             sentence = SENTENCES[self.i % N_SENTENCES]
             self.i += 1
             self.n += 1
             if self.acked:
+                if self.n % SAMPLE_EVERY == 0:
+                    self.sent_at[self.n] = time.monotonic()
                 self.c.emit([sentence], msg_id=self.n)
             else:
                 self.c.emit([sentence])
@@ -160,14 +180,20 @@ COMPONENTS = textwrap.dedent('''
         def _event(self):
             self.events += 1
             if self.events % CHECK_EVERY == 0:
-                self.probe.maybe_write({"emitted": self.n, "acked": self.acks, "failed": self.fails})
+                self.probe.maybe_write({"emitted": self.n, "acked": self.acks, "failed": self.fails,
+                                        "lat": self.lat})
 
         def ack(self, msg_id):
             self.acks += 1
+            started = self.sent_at.pop(msg_id, None)
+            if started is not None:
+                b = int(math.log((time.monotonic() - started) * 1e6 + 1) * LAT_RES)
+                self.lat[b] = self.lat.get(b, 0) + 1
             self._event()
 
         def fail(self, msg_id):
             self.fails += 1
+            self.sent_at.pop(msg_id, None)
             self._event()
 
 
@@ -317,6 +343,33 @@ def flowing(out: Path, workers: int, dev: DevCluster) -> bool:
     counts = snapshot(out, "count")
     return (len(counts) == PARALLELISM["count"] and all(c.get("words", 0) > 0 for c in counts.values())
             and len(dev.worker_pids()) == workers)
+
+
+LAT_RES = 20  # as in the components: bucket = int(log(microseconds + 1) * LAT_RES)
+
+
+def latency(s0: dict[str, dict], s1: dict[str, dict]) -> dict | None:
+    """Complete latency over the window from the spouts' histograms (bucket upper bounds; pure)."""
+    hist: dict[int, int] = {}
+    for task, end in s1.items():
+        start = s0.get(task, {}).get("lat", {})
+        for b, n in end.get("lat", {}).items():
+            d = n - start.get(b, 0)
+            if d > 0:
+                hist[int(b)] = hist.get(int(b), 0) + d
+    total = sum(hist.values())
+    if not total:
+        return None
+
+    def pct(q: float) -> float:
+        seen = 0
+        for b in sorted(hist):
+            seen += hist[b]
+            if seen >= q * total:
+                return round((math.exp((b + 1) / LAT_RES) - 1) / 1000, 2)
+        return float("nan")
+
+    return {"p50_ms": pct(0.5), "p99_ms": pct(0.99), "samples": total}
 
 
 def rate(s0: dict[str, dict], s1: dict[str, dict], key: str) -> tuple[float, int]:
@@ -472,6 +525,7 @@ def result(mode: str, workers: int, rep: int, conf: dict, mean: float, m: dict, 
     }
     if mode == "acked":
         line["failed_in_window"] = failed
+        line["complete_latency"] = latency(*m["spouts"])
     if m["profiles"] is not None:
         line["profile"] = m["profiles"]
     return line
@@ -556,6 +610,8 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=15.0, help="measurement window per run")
     ap.add_argument("--warmup", type=float, default=5.0, help="seconds between counts flowing and the window")
+    ap.add_argument("--rate", type=float, default=None,
+                    help="sentences/s the spouts offer (all tasks together); default: flat out")
     ap.add_argument("--only", action="append", choices=MODES, help="a mode to run (repeatable; default both)")
     ap.add_argument("--workers", action="append", type=int, choices=WORKER_COUNTS,
                     help="a topology.workers to run (repeatable; default 1 and 2)")
@@ -578,6 +634,8 @@ def parse_args(argv=None):
         if not sep or not key:
             ap.error(f"--conf {item!r}: expected KEY=VALUE (the value in YAML)")
         conf[key] = yaml.safe_load(value)
+    if args.rate:
+        conf["scaling.rate"] = args.rate
     args.conf = conf
     return args
 

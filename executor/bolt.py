@@ -8,7 +8,7 @@ import time
 from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
 from executor.base import ExecutorBase
-from executor.errors import FailedException
+from executor.core.collectors import BasicOutputCollector, OutputCollector, run_basic_batch
 from executor.receive_queue import Calls
 from executor.scheduling import BLOCKED, BUSY, IDLE
 from executor.serialization import (
@@ -20,7 +20,6 @@ from executor.serialization import (
     TupleColumn,
 )
 from executor.stats import ACKED, EXECUTE_MS, EXECUTE_N, EXECUTED, FAILED
-from executor.tuple import DEFAULT_STREAM, Tuple
 from executor.wait import BOLT_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
@@ -28,76 +27,6 @@ log = logging.getLogger(__name__)
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
 _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits after fan-out
-
-
-class OutputCollector:
-    """A bolt's collector: anchored emits, ack and fail (Storm's BoltOutputCollectorImpl.java);
-    all of it is the executor's outbox (executor/core/outbox.py)."""
-
-    __slots__ = ("_ex", "_ob", "_task", "_routes")
-
-    def __init__(self, executor: "BoltExecutor", task: int):
-        self._ex = executor
-        self._ob = executor.outbox
-        self._task = task
-        self._routes = executor.w.routes[task]
-
-    def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
-        ob = self._ob
-        out = ob.route(self._routes, self._task, stream, values)
-        return ob.emit_anchored(self._task, out, values, out.targets(values), anchors)
-
-    def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
-        ob = self._ob
-        out = ob.route(self._routes, self._task, stream, values, True)
-        return ob.emit_anchored(self._task, out, values, out.direct_target(task), anchors)
-
-    def ack(self, tup: Tuple) -> None:
-        key = (tup.source_component, tup.source_stream)
-        acked_in = self._ex.acked_in
-        acked_in[key] = acked_in.get(key, 0) + 1
-        self._ob.ack(tup)
-
-    def fail(self, tup: Tuple) -> None:
-        key = (tup.source_component, tup.source_stream)
-        failed_in = self._ex.failed_in
-        failed_in[key] = failed_in.get(key, 0) + 1
-        self._ob.fail(tup)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._ex.report_error(self._task, exc)
-
-    def call_soon(self, fn) -> None:
-        """Run fn() on the executor's thread, soon (executor.multilang: what its reader thread
-        read from the subprocess is acted on there); callable from any thread."""
-        self._ex.queue.publish_force(Calls([(self._task, fn)]))
-
-
-class BasicOutputCollector:
-    """What a BasicBolt sees: emits are anchored to the current input."""
-
-    __slots__ = ("_collector", "input", "_ob", "_task", "_routes")
-
-    def __init__(self, collector: OutputCollector):
-        self._collector = collector
-        self._ob = collector._ob
-        self._task = collector._task
-        self._routes = collector._routes
-        self.input: Tuple | None = None
-
-    def emit(self, values, stream: str = DEFAULT_STREAM) -> list[int]:
-        ob = self._ob
-        out = ob.route(self._routes, self._task, stream, values)
-        anchor = self.input
-        if anchor.anchors_to_ids:
-            return ob.emit_anchored(self._task, out, values, out.targets(values), anchor)
-        return ob.emit(self._task, out, values, out.targets(values))  # untracked input (the word-count split)
-
-    def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
-        return self._collector.emit_direct(task, values, self.input, stream)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._collector.report_error(exc)
 
 
 class BasicBoltAdapter(Adapter):
@@ -119,21 +48,7 @@ class BasicBoltAdapter(Adapter):
         self.execute_batch(((None, tup),))
 
     def execute_batch(self, batch) -> None:
-        """The per-tuple loop of a BasicBolt: execute, then ack (fail on FailedException)."""
-        basic = self._basic
-        collector = self._collector
-        ob = collector._ob
-        user_execute = self.user.execute
-        for _task, tup in batch:
-            basic.input = tup
-            try:
-                user_execute(tup, basic)
-            except FailedException as exc:
-                log.debug("BasicBolt %s failed a tuple: %s", type(self.user).__name__, exc)
-                collector.fail(tup)
-                continue
-            if tup.anchors_to_ids:  # outside every tuple tree there is nothing to tell the acker
-                ob.ack(tup)  # counted as executed - failed (BoltExecutor.counters)
+        run_basic_batch(self._basic, self.user, batch)
 
     def cleanup(self):
         self.user.cleanup()

@@ -9,6 +9,7 @@ import time
 from executor.base import ExecutorBase
 from executor.checkpoint.protocol import CHECKPOINT_STREAM
 from executor.checkpoint.spout_side import SpoutBarriers, StatefulSpoutAdapter
+from executor.core.collectors import SpoutOutputCollector
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
 from executor.serialization import (
@@ -28,42 +29,11 @@ from executor.stats import (
     SKIPPED_MS,
     TIMEOUTS,
 )
-from executor.tuple import DEFAULT_STREAM
 from executor.wait import SPOUT_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
 
 _FLUSH_INTERVAL = 0.001  # seconds a partly filled batch may wait while the spout keeps emitting
-
-
-class SpoutOutputCollector:
-    __slots__ = ("_ex", "_ob", "_task", "_routes")
-
-    def __init__(self, executor: "SpoutExecutor", task: int):
-        self._ex = executor
-        self._ob = executor.outbox
-        self._task = task
-        self._routes = executor.w.routes[task]
-
-    def emit(self, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
-        out = self._ob.route(self._routes, self._task, stream, values)
-        return self._ex.send_spout_msg(self._task, out, values, out.targets(values), msg_id)
-
-    def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
-        out = self._ob.route(self._routes, self._task, stream, values, True)
-        return self._ex.send_spout_msg(self._task, out, values, out.direct_target(task), msg_id)
-
-    def report_error(self, exc: BaseException) -> None:
-        self._ex.report_error(self._task, exc)
-
-    def get_pending_count(self) -> int:
-        return self._ex.pending.size()
-
-    def emit_to_tasks(self, tasks, values, stream: str, msg_id) -> list[int]:
-        """One tuple tree to the given tasks, whatever subscribes to `stream`: the checkpoint
-        spout's way to the stateful spouts in exactly-once mode (executor/checkpoint/)."""
-        out = self._routes[stream]
-        return self._ex.send_spout_msg(self._task, out, values, list(tasks), msg_id)
 
 
 class SpoutExecutor(ExecutorBase):

@@ -29,6 +29,7 @@ CORE_MODULES = (
     "executor.serialization",
     "executor.routing",
     "executor.core.outbox",
+    "executor.core.collectors",
 )
 
 PURE_ENV = "STORM_PY_PURE"

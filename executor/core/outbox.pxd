@@ -18,9 +18,16 @@ cdef class Outbox:
     cdef object _report_error
     cdef object _new_routes
 
+    cpdef route(self, dict routes, task, stream, values, bint direct=*)
     cpdef _counted(self, task, out, values, targets)
+    cpdef emit(self, task, out, values, targets)
+    cpdef emit_anchored(self, task, out, values, targets, anchors)
+    cpdef emit_rooted(self, task, out, values, targets, root)
+    cpdef emit_tracked(self, task, out, values, targets)
     cpdef _flush_slot(self, Py_ssize_t i)
     cpdef send(self, target, payload)
+    cpdef ack(self, tup)
+    cpdef fail(self, tup)
     cpdef to_acker(self, root, payload)
     cpdef _send_pending_acks(self)
     cpdef flush(self)

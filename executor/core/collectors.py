@@ -1,0 +1,132 @@
+"""What components emit through (Storm's BoltOutputCollectorImpl, BasicOutputCollector and
+SpoutOutputCollectorImpl) and the per-tuple loop of a BasicBolt: part of the compiled core, as
+every tuple a component emits or acks passes here. They call the executor's outbox
+(executor/core/outbox.py) and nothing else; the executor keeps what is its own (stats per input,
+the spout's pending map, error reports)."""
+
+from __future__ import annotations
+
+import logging
+
+from executor.errors import FailedException
+from executor.receive_queue import Calls
+from executor.tuple import DEFAULT_STREAM, Tuple
+
+log = logging.getLogger(__name__)
+
+
+class OutputCollector:
+    """A bolt's collector: anchored emits, ack and fail."""
+
+    __slots__ = ("_ex", "_ob", "_task", "_routes")
+
+    def __init__(self, executor, task: int):
+        self._ex = executor
+        self._ob = executor.outbox
+        self._task = task
+        self._routes = executor.w.routes[task]
+
+    def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
+        ob = self._ob
+        out = ob.route(self._routes, self._task, stream, values, False)
+        return ob.emit_anchored(self._task, out, values, out.targets(values), anchors)
+
+    def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
+        ob = self._ob
+        out = ob.route(self._routes, self._task, stream, values, True)
+        return ob.emit_anchored(self._task, out, values, out.direct_target(task), anchors)
+
+    def ack(self, tup: Tuple) -> None:
+        key = (tup.source_component, tup.source_stream)
+        acked_in = self._ex.acked_in
+        acked_in[key] = acked_in.get(key, 0) + 1
+        self._ob.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        key = (tup.source_component, tup.source_stream)
+        failed_in = self._ex.failed_in
+        failed_in[key] = failed_in.get(key, 0) + 1
+        self._ob.fail(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._ex.report_error(self._task, exc)
+
+    def call_soon(self, fn) -> None:
+        """Run fn() on the executor's thread, soon (executor.multilang: what its reader thread
+        read from the subprocess is acted on there); callable from any thread."""
+        self._ex.queue.publish_force(Calls([(self._task, fn)]))
+
+
+class BasicOutputCollector:
+    """What a BasicBolt sees: emits are anchored to the current input."""
+
+    __slots__ = ("_collector", "input", "_ob", "_task", "_routes")
+
+    def __init__(self, collector: OutputCollector):
+        self._collector = collector
+        self._ob = collector._ob
+        self._task = collector._task
+        self._routes = collector._routes
+        self.input = None
+
+    def emit(self, values, stream: str = DEFAULT_STREAM) -> list[int]:
+        ob = self._ob
+        out = ob.route(self._routes, self._task, stream, values, False)
+        anchor = self.input
+        if anchor.anchors_to_ids:
+            return ob.emit_anchored(self._task, out, values, out.targets(values), anchor)
+        return ob.emit(self._task, out, values, out.targets(values))  # untracked input (the word-count split)
+
+    def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
+        return self._collector.emit_direct(task, values, self.input, stream)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._collector.report_error(exc)
+
+
+def run_basic_batch(basic: BasicOutputCollector, user, batch) -> None:
+    """The per-tuple loop of a BasicBolt: execute, then ack (fail on FailedException). Its acks
+    are counted as executed - failed (BoltExecutor.counters), so only failures are counted here."""
+    collector = basic._collector
+    ob = basic._ob
+    user_execute = user.execute
+    for _task, tup in batch:
+        basic.input = tup
+        try:
+            user_execute(tup, basic)
+        except FailedException as exc:
+            log.debug("BasicBolt %s failed a tuple: %s", type(user).__name__, exc)
+            collector.fail(tup)
+            continue
+        if tup.anchors_to_ids:  # outside every tuple tree there is nothing to tell the acker
+            ob.ack(tup)
+
+
+class SpoutOutputCollector:
+    __slots__ = ("_ex", "_ob", "_task", "_routes")
+
+    def __init__(self, executor, task: int):
+        self._ex = executor
+        self._ob = executor.outbox
+        self._task = task
+        self._routes = executor.w.routes[task]
+
+    def emit(self, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
+        out = self._ob.route(self._routes, self._task, stream, values, False)
+        return self._ex.send_spout_msg(self._task, out, values, out.targets(values), msg_id)
+
+    def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
+        out = self._ob.route(self._routes, self._task, stream, values, True)
+        return self._ex.send_spout_msg(self._task, out, values, out.direct_target(task), msg_id)
+
+    def report_error(self, exc: BaseException) -> None:
+        self._ex.report_error(self._task, exc)
+
+    def get_pending_count(self) -> int:
+        return self._ex.pending.size()
+
+    def emit_to_tasks(self, tasks, values, stream: str, msg_id) -> list[int]:
+        """One tuple tree to the given tasks, whatever subscribes to `stream`: the checkpoint
+        spout's way to the stateful spouts in exactly-once mode (executor/checkpoint/)."""
+        out = self._routes[stream]
+        return self._ex.send_spout_msg(self._task, out, values, list(tasks), msg_id)
