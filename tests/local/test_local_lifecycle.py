@@ -344,7 +344,9 @@ def test_complete_topology_waits_for_batches_in_flight_between_workers(monkeypat
     b.set_bolt("mark", Mark(), 2).shuffle_grouping("relay")
     values = [[i] for i in range(20)]
     result = complete_topology(b.create_topology(), mock_sources={"src": values},
-                               conf={"topology.workers": 2, "topology.acker.executors": 0})
+                               conf={"topology.workers": 2, "topology.acker.executors": 0,
+                                     # plain shuffles: a locality-aware one keeps every tuple local
+                                     "topology.disable.loadaware.messaging": True})
     assert delivered, "no batch crossed workers: the test proves nothing"
     assert sorted(result.acked["src"]) == list(range(20))
     assert sorted(result.tuples("relay")) == values
