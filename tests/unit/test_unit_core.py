@@ -118,3 +118,33 @@ def test_both_cores_route_batch_and_ack_identically(twins, scenario):
     a, b = pure.run(scenario), compiled.run(scenario)
     assert "error" not in a, a
     assert a == b
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_failed_build_leaves_a_working_pure_core_and_says_so(tmp_path):
+    # The build of a copy of the sources with a compiler that always fails (no gcc, no headers):
+    # setup.py must still succeed, say why once, and storm-py must run on the pure twin.
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "executor", src / "executor",
+                    ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    env = {k: v for k, v in _env(pure=False).items() if k != "PYTHONPATH"}
+    env["CC"] = "false"  # a compiler that fails every call
+    out = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=src, env=env,
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "the compiled core was not built" in out.stderr and "pure-Python twin" in out.stderr, out.stderr[-3000:]
+    assert not list((src / "executor").rglob("*.so"))
+    code = ("import logging, json; logging.basicConfig(level=logging.INFO); "
+            "from executor.core import core_status, log_core; import executor.core.outbox, executor.tuple; "
+            "log_core(); print(json.dumps(core_status()))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=src, env={**env, "PYTHONPATH": str(src)},
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    status = json.loads(run.stdout)
+    assert status["core"] == "pure" and "not built" in status["reason"], status
+    assert "WARNING" in run.stderr and "pure-Python path" in run.stderr, run.stderr
