@@ -86,7 +86,10 @@ def test_levels_are_set_live_reverted_after_the_timeout_and_on_removal():
     b.set_bolt("bolt", DebugBolt(counter), 2).shuffle_grouping("spout")
     try:
         with LocalCluster() as cluster:
-            cluster.submit_topology("levels", {"topology.workers": 2, "topology.max.spout.pending": 100},
+            # plain shuffles: both bolt tasks (one per worker) must get tuples, which a
+            # locality-aware shuffle would keep in the spout's worker
+            cluster.submit_topology("levels", {"topology.workers": 2, "topology.max.spout.pending": 100,
+                                               "topology.disable.loadaware.messaging": True},
                                     b.create_topology())
             ops = log_config_handlers(cluster.nimbus.core)
 
