@@ -2,11 +2,15 @@
 from executor.core.outbox cimport Outbox
 
 
-cdef class OutputCollector:
+cdef class _TaskCollector:
     cdef object _ex
     cdef readonly Outbox _ob
     cdef readonly object _task
     cdef readonly dict _routes
+
+
+cdef class OutputCollector(_TaskCollector):
+    pass
 
 
 cdef class BasicOutputCollector:
@@ -17,8 +21,5 @@ cdef class BasicOutputCollector:
     cdef readonly dict _routes
 
 
-cdef class SpoutOutputCollector:
-    cdef object _ex
-    cdef readonly Outbox _ob
-    cdef readonly object _task
-    cdef readonly dict _routes
+cdef class SpoutOutputCollector(_TaskCollector):
+    pass

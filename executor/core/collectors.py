@@ -15,8 +15,8 @@ from executor.tuple import DEFAULT_STREAM, Tuple
 log = logging.getLogger(__name__)
 
 
-class OutputCollector:
-    """A bolt's collector: anchored emits, ack and fail."""
+class _TaskCollector:
+    """One task's way out: its executor, the executor's outbox and the task's routes."""
 
     __slots__ = ("_ex", "_ob", "_task", "_routes")
 
@@ -25,6 +25,12 @@ class OutputCollector:
         self._ob = executor.outbox
         self._task = task
         self._routes = executor.w.routes[task]
+
+
+class OutputCollector(_TaskCollector):
+    """A bolt's collector: anchored emits, ack and fail."""
+
+    __slots__ = ()
 
     def emit(self, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
         ob = self._ob
@@ -102,14 +108,10 @@ def run_basic_batch(basic: BasicOutputCollector, user, batch) -> None:
             ob.ack(tup)
 
 
-class SpoutOutputCollector:
-    __slots__ = ("_ex", "_ob", "_task", "_routes")
+class SpoutOutputCollector(_TaskCollector):
+    """A spout's collector: emits with message ids go through the executor's pending map."""
 
-    def __init__(self, executor, task: int):
-        self._ex = executor
-        self._ob = executor.outbox
-        self._task = task
-        self._routes = executor.w.routes[task]
+    __slots__ = ()
 
     def emit(self, values, stream: str = DEFAULT_STREAM, msg_id=None) -> list[int]:
         out = self._ob.route(self._routes, self._task, stream, values, False)

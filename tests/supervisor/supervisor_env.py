@@ -183,6 +183,31 @@ def running_workers(conf: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
     return out
 
 
+def wait_running_workers(conf: Mapping[str, Any], expected: Mapping[int, tuple[str, int]], what: str,
+                         timeout: float = 30.0) -> None:
+    """Poll until running_workers(conf) is `expected`: one read can miss a live worker whose
+    heartbeat is a few seconds late on a loaded machine; a replaced worker (another id or pid)
+    never matches, so the deadline fails the test."""
+    from testutil import wait_until
+
+    wait_until(lambda: running_workers(conf) == expected, timeout,
+               lambda: f"{what}: expected {dict(expected)}, heartbeating {running_workers(conf)}", interval=0.2)
+
+
+def heartbeating_on(conf: Mapping[str, Any], ports: Iterable[int], timeout: float = 30.0) -> dict[int, tuple[str, int]]:
+    """running_workers(conf) once every port in `ports` has a heartbeating worker (polled)."""
+    from testutil import wait_until
+
+    want = sorted(ports)
+
+    def all_there():
+        workers = running_workers(conf)
+        return workers if sorted(workers) == want else None
+
+    return wait_until(all_there, timeout,
+                      lambda: f"heartbeating workers on ports {want}: {running_workers(conf)}", interval=0.2)
+
+
 def pid_alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

@@ -14,12 +14,14 @@ import yaml
 from supervisor_env import (
     failing_command,
     free_ports,
+    heartbeating_on,
     pid_alive,
     records_on_disk,
     rounds,
     running_workers,
     slots_running,
     supervisor_id_on_disk,
+    wait_running_workers,
 )
 from testutil import one_error_line, storm_py, wait_until
 
@@ -44,11 +46,10 @@ def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
     env.assign(sid, [(sup.supervisor_id, ports[0]), (sup.supervisor_id, ports[1]), (sup.supervisor_id, ports[2])])
     wait_until(lambda: len(running_workers(sup.conf)) == 3, 60, "three heartbeating workers")
     wait_until(lambda: slots_running(sup, ports[:3]), 30, "three RUNNING slots")
-    before = running_workers(sup.conf)
-    assert sorted(before) == ports[:3]
+    before = heartbeating_on(sup.conf, ports[:3])
     assert len({pid for _, pid in before.values()}) == 3
     rounds(sup, 4)
-    assert running_workers(sup.conf) == before
+    wait_running_workers(sup.conf, before, "the same workers, untouched")
     assert sup.launches == 3
     assert sup.slot_states()[ports[3]].phase is SlotPhase.EMPTY
     assert (local_layout.supervisor_stormdist(sup.conf, sid) / "stormconf.json").is_file()
@@ -63,7 +64,7 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
     sid = env.topology()
     env.assign(sid, [(sup.supervisor_id, ports[0]), (sup.supervisor_id, ports[1])])
     wait_until(lambda: slots_running(sup, ports), 60, "two RUNNING slots")
-    before = running_workers(sup.conf)
+    before = heartbeating_on(sup.conf, ports)
     stuck_wid, stuck_pid = before[ports[0]]
     os.kill(stuck_pid, signal.SIGSTOP)  # alive but silent: only its heartbeat stops
     try:
@@ -75,8 +76,10 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
                60, "a replacement worker heartbeating")
     wait_until(lambda: slots_running(sup, ports), 30, "both slots RUNNING again")
     rounds(sup, 3)
-    after = running_workers(sup.conf)
-    assert after[ports[1]] == before[ports[1]]  # the other slot was never touched
+    # the other slot was never touched
+    wait_until(lambda: running_workers(sup.conf).get(ports[1]) == before[ports[1]], 30,
+               lambda: f"the other slot's worker {before[ports[1]]}, heartbeating: {running_workers(sup.conf)}",
+               interval=0.2)
     assert sup.launches == 3  # two, plus exactly one relaunch
     assert not local_layout.worker_root(sup.conf, stuck_wid).exists()
 
@@ -146,8 +149,8 @@ def test_two_supervisors_two_topologies_and_a_kill_leaves_the_other_topology_alo
     env.unassign(t1)  # what Nimbus does once a kill's wait is over
     wait_until(lambda: not any(pid_alive(p) for p in gone), 30, "topology one's workers to exit")
     rounds(sup_a, 2)
-    assert running_workers(sup_a.conf) == {ports_a[1]: keep_a}
-    assert running_workers(sup_b.conf) == {ports_b[1]: keep_b}
+    wait_running_workers(sup_a.conf, {ports_a[1]: keep_a}, "supervisor a: topology two's worker only")
+    wait_running_workers(sup_b.conf, {ports_b[1]: keep_b}, "supervisor b: topology two's worker only")
     assert sup_a.launches == sup_b.launches == 2
 
 

@@ -13,12 +13,14 @@ import pytest
 from supervisor_env import (
     Env,
     free_ports,
+    heartbeating_on,
     pid_alive,
     records_on_disk,
     rounds,
     running_workers,
     slots_running,
     supervisor_id_on_disk,
+    wait_running_workers,
 )
 from testutil import wait_until
 from zk_fixture import zk_conf_for
@@ -54,7 +56,7 @@ def test_stopping_the_supervisor_leaves_workers_running_and_a_restart_adopts_the
     sid = env.topology()
     env.assign(sid, [(sup.supervisor_id, ports[0]), (sup.supervisor_id, ports[1])])
     wait_until(lambda: slots_running(sup, ports), 60, "two RUNNING slots")
-    before = running_workers(conf)
+    before = heartbeating_on(conf, ports)
     sup.stop()
     stopped_at = time.time()
     wait_until(lambda: _fresh_heartbeats_after(conf, stopped_at + 1, ports), 20,
@@ -63,7 +65,7 @@ def test_stopping_the_supervisor_leaves_workers_running_and_a_restart_adopts_the
     assert again.supervisor_id == sup.supervisor_id
     wait_until(lambda: slots_running(again, ports), 30, "the workers adopted (RUNNING)")
     rounds(again, 3)
-    assert running_workers(conf) == before
+    wait_running_workers(conf, before, "the same workers, readopted")
     assert again.launches == 0
 
 
@@ -94,7 +96,7 @@ def test_sigkill_of_the_supervisor_process_leaves_workers_running_and_a_restart_
     wait_until(lambda: env.cluster.supervisor_info(sup_id).time_secs >= first.time_secs + 3, 20,
                "a few more supervisor heartbeats (several sync-processes rounds)")
     assert restarted.poll() is None
-    assert running_workers(conf) == before
+    wait_running_workers(conf, before, "the same workers, readopted")
     assert sorted(p.name for p in local_layout.worker_root(conf).iterdir()) == worker_dirs  # nothing launched
     assert sorted(records_on_disk(conf)) == sorted(wid for wid, _ in before.values())
 
@@ -136,19 +138,20 @@ def test_zookeeper_restart_while_workers_run_kills_nothing_and_the_supervisor_re
         sid = env.topology()
         env.assign(sid, [(sup.supervisor_id, ports[0]), (sup.supervisor_id, ports[1])])
         wait_until(lambda: slots_running(sup, ports), 60, "two RUNNING slots")
-        before = running_workers(sup.conf)
+        before = heartbeating_on(sup.conf, ports)
         server.stop()
         rounds(sup, 5)
         down_for = time.time()
         wait_until(lambda: _fresh_heartbeats_after(sup.conf, down_for, ports), 20, "workers heartbeating")
-        assert running_workers(sup.conf) == before and slots_running(sup, ports)
+        wait_running_workers(sup.conf, before, "the same workers while ZooKeeper is down")
+        assert slots_running(sup, ports)
         server.start()
         # ZooKeeper is coming back: reads may fail until the client has reconnected.
         wait_until(lambda: (info := env.cluster.supervisor_info(sup.supervisor_id)) is not None
                    and info.time_secs > down_for, 60, "the supervisor registered again",
                    tolerate=(ClusterStateError,))
         rounds(sup, 3)
-        assert running_workers(sup.conf) == before
+        wait_running_workers(sup.conf, before, "the same workers after ZooKeeper came back")
         assert sup.launches == 2
         assert all(pid_alive(pid) for _, pid in before.values())
     finally:
