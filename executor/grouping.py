@@ -174,9 +174,9 @@ class LocalityAwareShuffleGrouper(Grouper):
 
     def __init__(self, targets: Sequence[int], local_tasks: set[int], load: Callable[[int], float],
                  higher: float, lower: float, rng: random.Random | None = None):
-        self._local = ShuffleGrouper([t for t in targets if t in local_tasks], rng)
-        self._everything = ShuffleGrouper(targets, rng)
         self._local_tasks = [t for t in targets if t in local_tasks]
+        self._local = ShuffleGrouper(self._local_tasks, rng)
+        self._everything = ShuffleGrouper(targets, rng)
         self._load = load
         self._higher = higher
         self._lower = lower
