@@ -181,12 +181,16 @@ def _read_version_file(path: Path) -> dict[str, Any]:
 class LocalState:
     """Versioned on-disk map; `get`/`put`/`remove` like Storm's LocalState."""
 
-    def __init__(self, directory: str | os.PathLike, keep_versions: int = 4) -> None:
+    def __init__(self, directory: str | os.PathLike, keep_versions: int = 4, durable: bool = True) -> None:
+        """`durable=False` skips the fsyncs: for values that mean nothing after a crash of the
+        machine (a worker's heartbeat, as Storm's, which does not sync either) and must not wait
+        on the disk. The rename still shows readers only complete versions."""
         if isinstance(keep_versions, bool) or not isinstance(keep_versions, int) or keep_versions < 2:
             raise ValueError("keep_versions must be an int >= 2 so a corrupt newest version has a fallback, "
                              f"got {keep_versions!r}")
         self.directory = Path(directory)
         self.keep_versions = keep_versions
+        self.durable = durable
         self._lock = threading.RLock()
         self._ensure_directory()
 
@@ -323,12 +327,14 @@ class LocalState:
                 with os.fdopen(fd, "wb") as f:
                     f.write(_encode_file(payload))
                     f.flush()
-                    os.fsync(f.fileno())
+                    if self.durable:
+                        os.fsync(f.fileno())
                 os.replace(tmp, target)
             except BaseException:
                 tmp.unlink(missing_ok=True)
                 raise
-            self._fsync_dir()
+            if self.durable:
+                self._fsync_dir()
         except OSError as exc:
             raise LocalStateError(str(target), f"cannot write a new version: {exc.strerror or exc}") from None
         self._prune(listing, version)

@@ -118,6 +118,7 @@ class WorkerProcess(Service):
         self.port = int(port)
         self.worker_id = worker_id
         self.started_at = time.time()
+        self._last_local_heartbeat: float | None = None
         self.worker: Worker | None = None
         self._errors: queue.SimpleQueue = queue.SimpleQueue()
         self._refresh: PeriodicThread | None = None
@@ -257,11 +258,20 @@ class WorkerProcess(Service):
             log.info("worker %s: all-time stats carried over for executors %s", self.port, sorted(carried))
 
     def _local_heartbeat(self) -> None:
+        started = time.monotonic()
         now = int(time.time())
-        state = LocalState(local_layout.worker_heartbeats(self.supervisor_conf, self.worker_id))
+        # Not durable: a heartbeat is worthless after a crash, and must never wait on the disk.
+        state = LocalState(local_layout.worker_heartbeats(self.supervisor_conf, self.worker_id), durable=False)
         state.put(LS_WORKER_HEARTBEAT, WorkerHeartbeat(
             storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
             uptime_secs=int(now - self.started_at)))
+        took, gap = time.monotonic() - started, started - (self._last_local_heartbeat or started)
+        self._last_local_heartbeat = started
+        if took > 1.0 or gap > 3 * float(self.conf["worker.heartbeat.frequency.secs"]):
+            # The supervisor kills a worker whose heartbeat is supervisor.worker.timeout.secs old:
+            # say so before that happens.
+            log.warning("worker %s: local heartbeat late (%.1fs since the last one; writing took %.1fs)",
+                        self.port, gap, took)
         if self._wants_active and not self.topology_status.active and self.worker.peers_connected():
             self.topology_status.set_active(True)
 

@@ -34,6 +34,21 @@ def test_put_get_remove_and_persistence(tmp_path):
     assert reopened.versions() == [1, 2, 3, 4]
 
 
+def test_a_store_that_is_not_durable_never_waits_on_fsync(tmp_path, monkeypatch):
+    """Worker heartbeats are written this way: no wait on the disk."""
+    durable = LocalState(tmp_path / "durable")
+    calls = []
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(fd))
+    durable.put("k", 1)
+    assert len(calls) == 2  # the file, then the directory
+    calls.clear()
+    quick = LocalState(tmp_path / "quick", durable=False)
+    for i in range(6):
+        quick.put("k", i)
+    assert calls == []
+    assert LocalState(tmp_path / "quick").get("k") == 5 and quick.versions() == [3, 4, 5, 6]
+
+
 def test_old_versions_are_pruned(tmp_path):
     state = LocalState(tmp_path, keep_versions=3)
     for i in range(10):

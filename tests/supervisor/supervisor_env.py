@@ -137,10 +137,29 @@ class Env:
         conf_file = Path(conf["storm.local.dir"]).parent / f"{Path(conf['storm.local.dir']).name}-conf.json"
         conf_file.write_text(json.dumps(conf))
         cmd = [sys.executable, str(HERE / "run_supervisor.py"), str(conf_file)]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Its log goes to a file (an unread pipe would block a chatty supervisor once full) that
+        # a failing wait shows (diagnostics()).
+        log = self.tmp / f"supervisor-process-{len(self.procs) + 1}.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                    stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
+
+    def diagnostics(self, lines: int = 40) -> str:
+        """The last lines of every supervisor process's log and every worker log, for a
+        failing wait's message."""
+        logs = sorted(self.tmp.glob("supervisor-process-*.log"))
+        for local in self.local_dirs:
+            logs += sorted(local_layout.log_dir({"storm.local.dir": str(local)}).rglob("worker*.log"))
+        out = []
+        for log in logs:
+            try:
+                tail = log.read_text(errors="replace").splitlines()[-lines:]
+            except OSError as e:
+                tail = [f"(unreadable: {e})"]
+            out.append(f"--- {log} ---\n" + "\n".join(tail))
+        return "\n".join(out)
 
     def close(self) -> None:
         for sup in self.supervisors:
@@ -149,8 +168,6 @@ class Env:
             if proc.poll() is None:
                 proc.kill()
             proc.wait(10)
-            if proc.stderr:
-                proc.stderr.close()
         for local in self.local_dirs:
             kill_workers_of(local)
         self.rpc.stop()
@@ -184,14 +201,15 @@ def running_workers(conf: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
 
 
 def wait_running_workers(conf: Mapping[str, Any], expected: Mapping[int, tuple[str, int]], what: str,
-                         timeout: float = 30.0) -> None:
+                         timeout: float = 30.0, diagnostics=lambda: "") -> None:
     """Poll until running_workers(conf) is `expected`: one read can miss a live worker whose
     heartbeat is a few seconds late on a loaded machine; a replaced worker (another id or pid)
     never matches, so the deadline fails the test."""
     from testutil import wait_until
 
     wait_until(lambda: running_workers(conf) == expected, timeout,
-               lambda: f"{what}: expected {dict(expected)}, heartbeating {running_workers(conf)}", interval=0.2)
+               lambda: f"{what}: expected {dict(expected)}, heartbeating {running_workers(conf)}\n{diagnostics()}",
+               interval=0.2)
 
 
 def heartbeating_on(conf: Mapping[str, Any], ports: Iterable[int], timeout: float = 30.0) -> dict[int, tuple[str, int]]:

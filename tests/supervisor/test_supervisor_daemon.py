@@ -49,7 +49,7 @@ def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
     before = heartbeating_on(sup.conf, ports[:3])
     assert len({pid for _, pid in before.values()}) == 3
     rounds(sup, 4)
-    wait_running_workers(sup.conf, before, "the same workers, untouched")
+    wait_running_workers(sup.conf, before, "the same workers, untouched", diagnostics=env.diagnostics)
     assert sup.launches == 3
     assert sup.slot_states()[ports[3]].phase is SlotPhase.EMPTY
     assert (local_layout.supervisor_stormdist(sup.conf, sid) / "stormconf.json").is_file()
@@ -149,8 +149,8 @@ def test_two_supervisors_two_topologies_and_a_kill_leaves_the_other_topology_alo
     env.unassign(t1)  # what Nimbus does once a kill's wait is over
     wait_until(lambda: not any(pid_alive(p) for p in gone), 30, "topology one's workers to exit")
     rounds(sup_a, 2)
-    wait_running_workers(sup_a.conf, {ports_a[1]: keep_a}, "supervisor a: topology two's worker only")
-    wait_running_workers(sup_b.conf, {ports_b[1]: keep_b}, "supervisor b: topology two's worker only")
+    wait_running_workers(sup_a.conf, {ports_a[1]: keep_a}, "supervisor a: topology two's worker only", diagnostics=env.diagnostics)
+    wait_running_workers(sup_b.conf, {ports_b[1]: keep_b}, "supervisor b: topology two's worker only", diagnostics=env.diagnostics)
     assert sup_a.launches == sup_b.launches == 2
 
 

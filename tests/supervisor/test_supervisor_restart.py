@@ -65,7 +65,7 @@ def test_stopping_the_supervisor_leaves_workers_running_and_a_restart_adopts_the
     assert again.supervisor_id == sup.supervisor_id
     wait_until(lambda: slots_running(again, ports), 30, "the workers adopted (RUNNING)")
     rounds(again, 3)
-    wait_running_workers(conf, before, "the same workers, readopted")
+    wait_running_workers(conf, before, "the same workers, readopted", diagnostics=env.diagnostics)
     assert again.launches == 0
 
 
@@ -96,7 +96,7 @@ def test_sigkill_of_the_supervisor_process_leaves_workers_running_and_a_restart_
     wait_until(lambda: env.cluster.supervisor_info(sup_id).time_secs >= first.time_secs + 3, 20,
                "a few more supervisor heartbeats (several sync-processes rounds)")
     assert restarted.poll() is None
-    wait_running_workers(conf, before, "the same workers, readopted")
+    wait_running_workers(conf, before, "the same workers, readopted", diagnostics=env.diagnostics)
     assert sorted(p.name for p in local_layout.worker_root(conf).iterdir()) == worker_dirs  # nothing launched
     assert sorted(records_on_disk(conf)) == sorted(wid for wid, _ in before.values())
 
@@ -143,7 +143,7 @@ def test_zookeeper_restart_while_workers_run_kills_nothing_and_the_supervisor_re
         rounds(sup, 5)
         down_for = time.time()
         wait_until(lambda: _fresh_heartbeats_after(sup.conf, down_for, ports), 20, "workers heartbeating")
-        wait_running_workers(sup.conf, before, "the same workers while ZooKeeper is down")
+        wait_running_workers(sup.conf, before, "the same workers while ZooKeeper is down", diagnostics=env.diagnostics)
         assert slots_running(sup, ports)
         server.start()
         # ZooKeeper is coming back: reads may fail until the client has reconnected.
@@ -151,7 +151,7 @@ def test_zookeeper_restart_while_workers_run_kills_nothing_and_the_supervisor_re
                    and info.time_secs > down_for, 60, "the supervisor registered again",
                    tolerate=(ClusterStateError,))
         rounds(sup, 3)
-        wait_running_workers(sup.conf, before, "the same workers after ZooKeeper came back")
+        wait_running_workers(sup.conf, before, "the same workers after ZooKeeper came back", diagnostics=env.diagnostics)
         assert sup.launches == 2
         assert all(pid_alive(pid) for _, pid in before.values())
     finally:
