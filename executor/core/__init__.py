@@ -30,6 +30,8 @@ CORE_MODULES = (
     "executor.routing",
     "executor.core.outbox",
     "executor.core.collectors",
+    "executor.receive_queue",
+    "executor.worker_io",
 )
 
 PURE_ENV = "STORM_PY_PURE"
