@@ -350,5 +350,29 @@ class LogConfig:
         _set(self, "named_logger_level", levels)
 
 
+@dataclass(frozen=True)
+class NimbusRegistration:
+    """`/nimbuses/{host:port}` (ephemeral): one running Nimbus (Storm's NimbusInfo). Who leads
+    is the leader latch's answer; `is_leader` is only what this Nimbus believed when it wrote."""
+
+    host: str
+    port: int
+    start_time_secs: int
+    version: str = ""
+    is_leader: bool = False
+
+    def __post_init__(self) -> None:
+        _str(self.host, "NimbusRegistration.host")
+        _int(self.port, "NimbusRegistration.port")
+        _int(self.start_time_secs, "NimbusRegistration.start_time_secs")
+        _str(self.version, "NimbusRegistration.version")
+        if not isinstance(self.is_leader, bool):
+            raise TypeError(f"NimbusRegistration.is_leader must be a bool, got {self.is_leader!r}")
+
+    @property
+    def nimbus_id(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
 RECORD_TYPES: tuple[type, ...] = (StormBase, Assignment, SupervisorInfo, WorkerHeartbeat, ErrorInfo,
-                                  LocalAssignment, LogLevel, LogConfig, WorkerDeath)
+                                  LocalAssignment, LogLevel, LogConfig, WorkerDeath, NimbusRegistration)

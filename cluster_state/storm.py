@@ -32,6 +32,7 @@ from .records import (
     Executor,
     ExecutorBeat,
     LogConfig,
+    NimbusRegistration,
     Slot,
     StormBase,
     SupervisorInfo,
@@ -239,6 +240,34 @@ class StormClusterState:
             self._cs.delete_node(paths.log_config_path(storm_id))
         except ClusterStateError as exc:
             log.warning("could not remove the log config of %s: %s", storm_id, exc)
+
+    # -- Nimbus daemons (Nimbus HA) ----------------------------------------------------------
+
+    def register_nimbus(self, registration: NimbusRegistration) -> None:
+        """Ephemeral: (re)written by the Nimbus itself; gone with its session."""
+        _check(registration, NimbusRegistration)
+        self._write(paths.nimbus_path(registration.nimbus_id), registration,
+                    f"the registration of Nimbus {registration.nimbus_id}", ephemeral=True)
+
+    def unregister_nimbus(self, nimbus_id: str) -> None:
+        try:
+            self._cs.delete_node(paths.nimbus_path(nimbus_id))
+        except NoNodeError:
+            pass
+
+    def nimbus_registrations(self) -> dict[str, NimbusRegistration]:
+        """host:port -> registration of every Nimbus registered now; an undecodable one (a
+        Nimbus of another version) is logged and skipped."""
+        result: dict[str, NimbusRegistration] = {}
+        for child in self._children(paths.NIMBUSES_SUBTREE):
+            try:
+                reg = self._read(paths.nimbus_path(child), NimbusRegistration)
+            except DecodeError as exc:
+                log.warning("skipping the registration of Nimbus %s: %s", child, exc)
+                continue
+            if reg is not None:
+                result[child] = reg
+        return result
 
     # -- supervisors -------------------------------------------------------------------------
 

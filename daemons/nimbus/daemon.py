@@ -26,6 +26,7 @@ from cluster_state import local_layout
 from cluster_state.errors import ClusterStateError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.protocol import ConnectionState
+from cluster_state.records import NimbusRegistration
 from cluster_state.storm import StormClusterState
 from daemons.nimbus import nimbuses
 from daemons.nimbus.code_store import CodeStore
@@ -96,7 +97,7 @@ class Nimbus(Service):
 
     def nimbus_rows(self) -> list[dict]:
         """Every registered Nimbus with its status (cluster_info's "nimbuses")."""
-        regs = nimbuses.registered(self.core.cluster.cluster_state) if self._serve_rpc else {}
+        regs = self.core.cluster.nimbus_registrations() if self._serve_rpc else {}
         return nimbuses.nimbus_rows(regs, self._leader, self.core.clock())
 
     @property
@@ -129,10 +130,10 @@ class Nimbus(Service):
         self._election_round()  # the leader recovers here, before serving
         if self._serve_rpc:
             started = int(core.started_at)
-            self._register = lambda: nimbuses.register(
-                cluster.cluster_state, host, port, started, storm_py_version(), self._leading)
+            self._register = lambda: cluster.register_nimbus(
+                NimbusRegistration(host, port, started, storm_py_version(), self._leading))
             self._register()
-            self.on_stop(lambda: nimbuses.unregister(cluster.cluster_state, host, port), "Nimbus registration")
+            self.on_stop(lambda: cluster.unregister_nimbus(nimbuses.nimbus_id(host, port)), "Nimbus registration")
         freq = float(conf["nimbus.monitor.freq.secs"])
         self._monitor = PeriodicThread("nimbus-monitor", lambda: monitor_interval(freq, core.next_timer_in()),
                                        self._monitor_round)
@@ -153,8 +154,7 @@ class Nimbus(Service):
             self._election = self.start_child(PeriodicThread("nimbus-election", ELECTION_POLL_SECS,
                                                              self._election_round, run_at_start=False))
             sync = CodeSync(conf, store, core.lock, active=cluster.active_storms, leading=lambda: self._leading,
-                            peers=lambda: nimbuses.peers(nimbuses.registered(cluster.cluster_state),
-                                                         self._leader, self.me))
+                            peers=lambda: nimbuses.peers(cluster.nimbus_registrations(), self._leader, self.me))
             self.on_stop(sync.close, "code sync clients")
             self.start_child(PeriodicThread("nimbus-code-sync", float(conf["nimbus.code.sync.freq.secs"]),
                                             sync.run_round))

@@ -35,6 +35,7 @@ from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import SupervisorInfo, WorkerDeath
+from cluster_state.settings import zk_settings
 from cluster_state.storm import StormClusterState
 from daemons.supervisor import download, launcher, worker_death
 from daemons.supervisor.dir_lock import lock_local_dir
@@ -49,6 +50,7 @@ from daemons.supervisor.local_assignments import (
     slot_targets,
     snapshot_assignments,
 )
+from daemons.supervisor.nimbus_presence import nimbus_presence_message
 from daemons.supervisor.slot import (
     CleanupWorker,
     DownloadCode,
@@ -102,6 +104,8 @@ class Supervisor(Service):
         # in-process workers, its live topologies and its in-memory cluster state.
         self.launcher: launcher.WorkerLauncher = worker_launcher or launcher.ProcessLauncher(self.conf, worker_command)
         self.code: download.CodeSource = code or download.NimbusCode(self.conf)
+        # A Nimbus daemon registers under our root when code comes from one (LocalCluster's does not).
+        self._expects_nimbus = code is None
         self._cluster_factory = cluster_factory or (lambda: mk_storm_cluster_state(self.conf))
         self._state: LocalState | None = None
         self._started_at = time.monotonic()
@@ -116,6 +120,7 @@ class Supervisor(Service):
         self._reported_ignored: set = set()
         self._retries = download.DownloadRetries()
         self._zk_trouble = False
+        self._nimbus_seen: bool | None = None  # None: not looked yet; True: a Nimbus shares our root
         # Owned by the processes thread (and _on_start before it runs):
         self._slots: dict[int, SlotState] = {}
         self._strays: list[SlotState] = []
@@ -170,8 +175,10 @@ class Supervisor(Service):
                                            fatal=self.fatal)
         self.start_child(self._processes_thread)
         self.start_child(self._sync_thread)
-        log.info("supervisor %s running on %s with slots %s (local dir %s)", self.supervisor_id, self.hostname,
-                 list(self.ports), local_layout.local_dir(conf))
+        zk = zk_settings(conf)
+        log.info("supervisor %s running on %s with slots %s (local dir %s; ZooKeeper %s, root %s)",
+                 self.supervisor_id, self.hostname, list(self.ports), local_layout.local_dir(conf),
+                 zk.connect_string, zk.root)
 
     def _recover(self) -> None:
         """Slots from the worker records of the previous run; worker dirs nobody recorded are
@@ -253,6 +260,8 @@ class Supervisor(Service):
         if self._zk_trouble:
             log.info("ZooKeeper is back: assignments read again")
             self._zk_trouble = False
+        if self._expects_nimbus and not self._nimbus_seen:
+            self._look_for_nimbus()
         self._snapshot = snapshot
         local = local_assignments(snapshot_assignments(snapshot), self.supervisor_id, self.ports)
         for conflict in new_conflicts(local, self._reported_conflicts):
@@ -268,6 +277,19 @@ class Supervisor(Service):
         self._processes_thread.wake()  # slots react to the new assignment now
         self._download_wanted(local)
         self._remove_unneeded_code(local)
+
+    def _look_for_nimbus(self) -> None:
+        """Until a Nimbus is seen under our ZooKeeper root, say that none is: a supervisor given
+        another storm.zookeeper.root (or ZooKeeper) than Nimbus's otherwise runs unseen."""
+        try:
+            registered = self.cluster.nimbus_registrations()
+        except ClusterStateError:
+            return  # ZooKeeper trouble is reported by the assignment reads
+        message = nimbus_presence_message(registered, zk_settings(self.conf), self._nimbus_seen)
+        if message is not None:
+            level, text = message
+            log.log(level, "%s", text)
+        self._nimbus_seen = bool(registered)
 
     def _known_local(self) -> LocalAssignments | None:
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 
 import pytest
 from cs_helpers import flush_events, make_backend
@@ -18,6 +19,7 @@ from cluster_state import (
     ErrorInfo,
     ExecutorBeat,
     InMemoryStore,
+    NimbusRegistration,
     NoNodeError,
     StormBase,
     StormClusterState,
@@ -198,6 +200,24 @@ def test_supervisor_heartbeat_is_ephemeral(new_state):
     wait_until(lambda: calls.count == 1, 10, "the supervisors callback after the supervisor left")
     assert nimbus.supervisors() == []
     assert nimbus.supervisor_info("sup-1") is None
+
+
+def test_nimbus_registrations_are_ephemeral_typed_records(new_state):
+    nimbus_a, nimbus_b, reader = new_state(), new_state(), new_state()
+    assert reader.nimbus_registrations() == {}
+    a = NimbusRegistration("127.0.0.2", 6627, 1700000000, "1.0", True)
+    b = NimbusRegistration("127.0.0.3", 6627, 1700000050, "1.0", False)
+    nimbus_a.register_nimbus(a)
+    nimbus_a.register_nimbus(replace(a, is_leader=False))  # rewritten in place
+    nimbus_b.register_nimbus(b)
+    assert reader.nimbus_registrations() == {"127.0.0.2:6627": replace(a, is_leader=False), "127.0.0.3:6627": b}
+    nimbus_a.unregister_nimbus("127.0.0.2:6627")
+    nimbus_a.unregister_nimbus("127.0.0.2:6627")  # already gone: nothing to do
+    assert list(reader.nimbus_registrations()) == ["127.0.0.3:6627"]
+    nimbus_b.disconnect()
+    wait_until(lambda: reader.nimbus_registrations() == {}, 15, "the registration to go with its session")
+    with pytest.raises(TypeError):
+        reader.register_nimbus({"host": "h", "port": 1})
 
 
 def test_worker_heartbeats_and_executor_beats(new_state):

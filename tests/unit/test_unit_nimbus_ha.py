@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from cluster_state.records import NimbusRegistration
 from daemons.cli_admin import nimbus_lines
 from daemons.nimbus.code_sync import missing_code
 from daemons.nimbus.leader import leader_node
-from daemons.nimbus.nimbuses import decode_registration, encode_registration, nimbus_rows, peers
+from daemons.nimbus.nimbuses import nimbus_rows, peers
 from daemons.rpc.client import RpcClient
 from daemons.rpc.protocol import NotLeaderError, leader_in_message, not_leader_message
 from daemons.rpc.server import RpcServer
@@ -35,13 +36,14 @@ def test_the_not_leader_message_names_the_leader_and_the_client_reads_it_back():
 
 
 def test_nimbus_rows_take_the_leader_from_the_latch_not_from_the_stored_flag():
-    regs = {"127.0.0.3:6627": decode_registration(encode_registration("127.0.0.3", 6627, 100, "1.2", True)),
-            "127.0.0.2:6627": decode_registration(encode_registration("127.0.0.2", 6627, 50, "1.2", False))}
+    regs = {"127.0.0.3:6627": NimbusRegistration("127.0.0.3", 6627, 100, "1.2", True),
+            "127.0.0.2:6627": NimbusRegistration("127.0.0.2", 6627, 50, "1.2", False)}
     rows = nimbus_rows(regs, "127.0.0.2:6627", now=160)
     assert [(r["host"], r["status"], r["is_leader"], r["uptime_secs"]) for r in rows] == [
         ("127.0.0.2", "Leader", True, 110), ("127.0.0.3", "Not a Leader", False, 60)]
     assert all(r["status"] == "Not a Leader" for r in nimbus_rows(regs, None, now=160))
-    assert decode_registration(b"not json") is None and decode_registration(b'{"host": 1}') is None
+    with pytest.raises(TypeError):
+        NimbusRegistration(1, 6627, 0)  # type: ignore[arg-type]
 
 
 def test_list_prints_nimbus_lines_only_with_more_than_one_nimbus():
