@@ -211,7 +211,7 @@ class SupervisorInfo:
     # The latest death of a worker per (topology, port) this supervisor saw since it started,
     # for topologies it still runs (newest first, bounded: daemons/supervisor/worker_death.py).
     worker_deaths: tuple[WorkerDeath, ...] = ()
-    # (topology id, deaths of its workers here in the last few minutes: daemons/supervisor/slot.py's
+    # (topology id, deaths of its workers here in the last few minutes: daemons/supervisor/deaths.py's
     # RECENT_DEATHS_SECS) for each topology with any: `storm-py list`'s restarts.
     recent_worker_deaths: tuple[tuple[str, int], ...] = ()
     # (topology id, time, why) for each topology whose code this supervisor is failing to fetch

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cluster_state import local_layout
-from daemons.nimbus.code_store import CONF_FILE
+from daemons.rpc.code_transfer import CONF_FILE
 from daemons.supervisor import download
 from executor.errors import NotAliveError
 from executor.structure import TopologyStructure

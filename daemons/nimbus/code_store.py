@@ -22,16 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from daemons.rpc.code_transfer import CONF_FILE, DOWNLOADABLE, PACKAGE_FILE
 from executor.package import read_manifest
 from executor.structure import TopologyStructure
 
 log = logging.getLogger(__name__)
 
-PACKAGE_FILE = "stormjar.zip"
-CONF_FILE = "stormconf.json"
-DOWNLOADABLE = (PACKAGE_FILE, CONF_FILE)
-# Upload and download chunk (Nimbus serves at most this much): well under the RPC request limit.
-CHUNK_BYTES = 1 << 20
 _ID_OK = re.compile(r"^[^/\\\x00]+$")
 
 

@@ -17,10 +17,10 @@ import time
 import uuid
 from typing import Any, Callable, Iterable, Mapping
 
-from daemons.nimbus.code_store import CONF_FILE, PACKAGE_FILE, CodeStore
+from daemons.nimbus.code_store import CodeStore
 from daemons.rpc.client import RpcClient
+from daemons.rpc.code_transfer import CONF_FILE, PACKAGE_FILE, DownloadError, DownloadRetries, fetch_file
 from daemons.rpc.protocol import REMOTE_ERRORS
-from daemons.supervisor.download import DownloadError, DownloadRetries, fetch_file
 from executor.package import PackageError, verify_package
 
 log = logging.getLogger(__name__)

@@ -27,10 +27,11 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from daemons.nimbus.code_store import CHUNK_BYTES, CodeStore, UploadError, UploadTooLargeError
+from daemons.nimbus.code_store import CodeStore, UploadError, UploadTooLargeError
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.log_config_ops import log_config_handlers
 from daemons.nimbus.transitions import MAX_WAIT_SECS
+from daemons.rpc.code_transfer import CHUNK_BYTES
 from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
 from executor.errors import NotAliveError
 from executor.package import file_checksum, masked

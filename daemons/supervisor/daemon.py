@@ -37,7 +37,9 @@ from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import SupervisorInfo, WorkerDeath
 from cluster_state.settings import zk_settings
 from cluster_state.storm import StormClusterState
+from daemons.rpc.code_transfer import DownloadRetries
 from daemons.supervisor import download, launcher, worker_death
+from daemons.supervisor.deaths import recent_deaths, remember_death, topology_hold_until
 from daemons.supervisor.dir_lock import lock_local_dir
 from daemons.supervisor.local_assignments import (
     LocalAssignments,
@@ -66,13 +68,10 @@ from daemons.supervisor.slot import (
     SlotState,
     count_launch,
     next_wakeup,
-    recent_deaths,
     recover_slots,
-    remember_death,
     step,
     storm_ids_in_use,
     stray_worker_dirs,
-    topology_hold_until,
     used_ports,
     worker_restarts,
 )
@@ -118,7 +117,7 @@ class Supervisor(Service):
         self._snapshot: dict = {}
         self._reported_conflicts: tuple = ()
         self._reported_ignored: set = set()
-        self._retries = download.DownloadRetries()
+        self._retries = DownloadRetries()
         self._zk_trouble = False
         self._nimbus_seen: bool | None = None  # None: not looked yet; True: a Nimbus shares our root
         # Owned by the processes thread (and _on_start before it runs):
@@ -138,7 +137,7 @@ class Supervisor(Service):
         # thread, published as an immutable tuple. Where each worker's output starts in its log.
         self._deaths: tuple[WorkerDeath, ...] = ()
         self._topology_limits: dict[str, float | None] = {}  # storm id -> its own worker memory limit
-        # Death times per topology (slot.remember_death), the same way: the back-off of the
+        # Death times per topology (deaths.remember_death), the same way: the back-off of the
         # topology's launches here and the heartbeat's recent deaths.
         self._death_times: dict[str, tuple[float, ...]] = {}
         # Code downloads failing now (SupervisorInfo.code_failures), kept by the sync thread.

@@ -6,14 +6,13 @@ package is extracted with every entry checked (executor.package.extract_package)
 beside it, and the result moved to `supervisor/stormdist/{id}` in one rename: a worker never
 sees half a topology, and a crash leaves only a tmp dir (emptied when the supervisor starts).
 
-`DownloadRetries` remembers failures per topology so a failing download is retried with the
-slot back-off (1 s, 2 s, 4 s ... up to a minute) instead of hammering Nimbus every round.
+The chunked transfer itself (also used by Nimbus daemons copying code from each other) and the
+retry memory are daemons/rpc/code_transfer.py's.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -23,18 +22,11 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol, runtime_checkable
 
 from cluster_state import local_layout
-from daemons.nimbus.code_store import CHUNK_BYTES, CONF_FILE, PACKAGE_FILE
-from daemons.supervisor.slot import backoff_delay, retry_due
+from daemons.rpc.code_transfer import CONF_FILE, PACKAGE_FILE, DownloadError, fetch_file
 from executor.package import MANIFEST_NAME, damaged_files, extract_package
 
 log = logging.getLogger(__name__)
 
-RETRY_BASE_SECS = 1.0
-RETRY_MAX_SECS = 60.0
-
-
-class DownloadError(Exception):
-    """The code could not be fetched or was damaged on the way (retried later)."""
 
 
 class NoSpaceError(DownloadError):
@@ -57,31 +49,6 @@ def no_space_text(storm_id: str, where: Path, needed_bytes: int | None) -> str:
         free = ""
     need = f"at least {needed_bytes / 2**20:.1f} MB needed" if needed_bytes else "size unknown"
     return f"no space on {mount_point(where)} for {storm_id}'s code ({need}{free}; supervisor dir {where})"
-
-
-def fetch_file(client: Any, storm_id: str, name: str, dest: Path) -> int:
-    """One file of a topology's code into `dest`, in chunks, sha256-checked. Returns its size."""
-    info = client.call("download_info", id=storm_id, file=name)
-    size, checksum = int(info["size"]), str(info["checksum"])
-    digest = hashlib.sha256()
-    offset = 0
-    with open(dest, "wb") as f:
-        while offset < size:
-            reply = client.call("download_chunk", id=storm_id, file=name, offset=offset,
-                                length=min(CHUNK_BYTES, size - offset))
-            data = reply["data"]
-            if not data:
-                raise DownloadError(f"{name} of {storm_id}: Nimbus sent nothing at offset {offset} of {size} "
-                                    "(the file changed while downloading?)")
-            f.write(data)
-            digest.update(data)
-            offset += len(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if offset != size or digest.hexdigest() != checksum:
-        raise DownloadError(f"{name} of {storm_id}: checksum mismatch after {offset} bytes "
-                            f"(got {digest.hexdigest()}, Nimbus announced {checksum})")
-    return size
 
 
 def download_code(conf: Mapping[str, Any], client: Any, storm_id: str) -> Path:
@@ -194,41 +161,6 @@ def clean_tmp(conf: Mapping[str, Any]) -> None:
     tmp = local_layout.supervisor_tmp(conf)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, exist_ok=True)
-
-
-class DownloadRetries:
-    """Consecutive failures per topology and when the next attempt is due."""
-
-    def __init__(self, base_secs: float = RETRY_BASE_SECS, max_secs: float = RETRY_MAX_SECS):
-        self.base_secs = base_secs
-        self.max_secs = max_secs
-        self._failures: dict[str, tuple[int, float]] = {}
-
-    def due(self, storm_id: str, now: float) -> bool:
-        failures, last = self._failures.get(storm_id, (0, None))
-        return retry_due(failures, last, now, self.base_secs, self.max_secs)
-
-    def failed(self, storm_id: str, now: float) -> float:
-        """Record a failure; returns the delay before the next attempt."""
-        failures = self._failures.get(storm_id, (0, None))[0] + 1
-        self._failures[storm_id] = (failures, now)
-        return backoff_delay(failures, self.base_secs, self.max_secs)
-
-    def succeeded(self, storm_id: str) -> None:
-        self._failures.pop(storm_id, None)
-
-    def failures(self, storm_id: str) -> int:
-        return self._failures.get(storm_id, (0, None))[0]
-
-    def keep_only(self, storm_ids: frozenset[str] | set[str]) -> None:
-        for sid in list(self._failures):
-            if sid not in storm_ids:
-                del self._failures[sid]
-
-    def next_due(self) -> float | None:
-        """The earliest time a failed download may be tried again (None: nothing failed)."""
-        times = [last + backoff_delay(n, self.base_secs, self.max_secs) for n, last in self._failures.values()]
-        return min(times) if times else None
 
 
 @runtime_checkable

@@ -42,9 +42,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from cluster_state.records import LocalAssignment, WorkerHeartbeat
+from daemons.backoff import backoff_delay
 
 from .worker_state import WorkerRecord, WorkerStatus, classify_worker
 
@@ -208,56 +209,6 @@ def equivalent(a: LocalAssignment | None, b: LocalAssignment | None) -> bool:
     if a is None or b is None:
         return a is b
     return a.storm_id == b.storm_id and set(a.executors) == set(b.executors)
-
-
-# --- back-off --------------------------------------------------------------------------------
-
-def backoff_delay(failures: int, base_secs: float = 1.0, max_secs: float = 60.0, free_retries: int = 0) -> float:
-    """Seconds to wait before the next attempt after `failures` consecutive failures: the first
-    `free_retries` failures retry at once, then base, 2*base, 4*base ... capped at max_secs."""
-    n = failures - free_retries
-    if n <= 0:
-        return 0.0
-    return float(min(max_secs, base_secs * 2 ** min(n - 1, 62)))
-
-
-# Worker deaths a supervisor remembers per topology: its back-off and `storm-py list`'s restarts.
-DEATH_MEMORY_SECS = 600.0
-RECENT_DEATHS_SECS = 300.0
-
-
-def remember_death(times: Sequence[float], now: float, window: float = DEATH_MEMORY_SECS) -> tuple[float, ...]:
-    """A topology's worker death times here after one more at `now`, older ones forgotten."""
-    return (*(t for t in times if now - t < window), now)
-
-
-def deaths_within(times: Sequence[float], now: float, window: float = RECENT_DEATHS_SECS) -> int:
-    return sum(1 for t in times if now - t < window)
-
-
-def recent_deaths(death_times: Mapping[str, Sequence[float]], now: float,
-                  window: float = RECENT_DEATHS_SECS) -> tuple[tuple[str, int], ...]:
-    """(topology, deaths in the last `window`) for each topology with any (SupervisorInfo's form)."""
-    counts = ((sid, deaths_within(times, now, window)) for sid, times in sorted(death_times.items()))
-    return tuple((sid, n) for sid, n in counts if n)
-
-
-def topology_hold_until(times: Sequence[float], now: float, base_secs: float = 1.0, max_secs: float = 60.0,
-                        window: float = DEATH_MEMORY_SECS) -> float | None:
-    """When the next worker of a topology whose workers died here at `times` may launch: the
-    slot back-off (one free retry, then base, 2*base ... max) over the topology's deaths in the
-    last `window`, from the newest; None when nothing holds it."""
-    recent = [t for t in times if now - t < window]
-    delay = backoff_delay(len(recent), base_secs, max_secs, free_retries=1)
-    return max(recent) + delay if recent and delay > 0 else None
-
-
-def retry_due(failures: int, last_failure_at: float | None, now: float, base_secs: float = 1.0,
-              max_secs: float = 60.0) -> bool:
-    """Whether a failed operation (e.g. a code download) may be tried again now."""
-    if failures <= 0 or last_failure_at is None:
-        return True
-    return now - last_failure_at >= backoff_delay(failures, base_secs, max_secs)
 
 
 # --- transitions -----------------------------------------------------------------------------

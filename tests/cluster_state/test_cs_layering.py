@@ -71,3 +71,29 @@ def test_the_scan_sees_imports_inside_functions_and_relative_ones(tmp_path):
                       "    from .. import worker\n    from .sibling import x\n")
     assert upward_imports("executor", {"daemons"}, tmp_path) == ["executor/sub/m.py imports daemons.supervisor"]
     assert imported_names(module, tmp_path) == {"os", "daemons.supervisor", "executor", "executor.sub.sibling"}
+
+
+def package_imports(root: Path = REPO) -> dict[str, set[str]]:
+    """For each package under daemons/, the other daemons/ packages its files import."""
+    daemons = root / "daemons"
+    packages = sorted(p.name for p in daemons.iterdir() if (p / "__init__.py").is_file())
+    found: dict[str, set[str]] = {p: set() for p in packages}
+    for package in packages:
+        for path in (daemons / package).rglob("*.py"):
+            for name in imported_names(path, root):
+                parts = name.split(".")
+                if len(parts) > 1 and parts[0] == "daemons" and parts[1] in found and parts[1] != package:
+                    found[package].add(parts[1])
+    return found
+
+
+def test_nimbus_and_supervisor_never_import_each_other():
+    # What both need (the chunked code transfer, the back-off) lives in daemons/rpc/ and daemons/backoff.py.
+    imports = package_imports()
+    assert "supervisor" not in imports["nimbus"] and "nimbus" not in imports["supervisor"], imports
+
+
+def test_no_two_daemon_packages_import_each_other():
+    imports = package_imports()
+    mutual = sorted(f"{a} <-> {b}" for a in imports for b in imports[a] if a < b and a in imports.get(b, ()))
+    assert mutual == [], imports

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from cluster_state.records import LocalAssignment, WorkerHeartbeat
+from daemons.backoff import backoff_delay, retry_due
 from daemons.supervisor.slot import (
     CleanupWorker,
     DownloadCode,
@@ -23,11 +24,9 @@ from daemons.supervisor.slot import (
     SlotInputs,
     SlotPhase,
     SlotState,
-    backoff_delay,
     equivalent,
     next_wakeup,
     recover_slots,
-    retry_due,
     step,
     storm_ids_in_use,
     stray_worker_dirs,
@@ -641,7 +640,7 @@ def test_worker_restarts_count_relaunches_per_topology_and_port():
 # --- the topology's back-off, across slots ------------------------------------------------------
 
 def test_topology_hold_follows_the_topologys_deaths_not_the_slot():
-    from daemons.supervisor.slot import topology_hold_until
+    from daemons.supervisor.deaths import topology_hold_until
 
     assert topology_hold_until((), T0) is None
     assert topology_hold_until((T0,), T0) is None  # one free retry, as a slot's own back-off
@@ -654,7 +653,7 @@ def test_topology_hold_follows_the_topologys_deaths_not_the_slot():
 
 
 def test_remember_and_count_recent_deaths():
-    from daemons.supervisor.slot import deaths_within, recent_deaths, remember_death
+    from daemons.supervisor.deaths import deaths_within, recent_deaths, remember_death
 
     times = ()
     for t in (0, 100, 400, 650):
