@@ -3,7 +3,7 @@
 As Storm's `Monitor`: every interval it reads the all-time emitted (or transferred) count of one
 stream summed over a component's executors, and prints the difference and the throughput in
 thousands of tuples a second. Without `-m` it watches every spout. When the topology is stuck,
-the reasons (daemons/ui/views.py `diagnosis`) are printed as `# ...` lines whenever they change.
+the reasons (daemons/reports/views.py `diagnosis`) are printed as `# ...` lines whenever they change.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def watched_components(details: dict, component: str | None) -> list[str]:
 @common_options
 def monitor(name, interval, component, stream, watch, count, conf):
     """Print a topology's throughput every interval, as Storm's `storm monitor` does."""
-    from daemons.ui.views import monitor_reading
+    from daemons.reports.views import monitor_reading
 
     with NimbusSession(conf) as nimbus:
         details = nimbus.call("topology_details", name=name)

@@ -111,7 +111,7 @@ class LocalCluster:
         """Nimbus's RPC operations on this cluster, called in process (what `storm-py local
         --ui-port` gives the UI): the same handlers, encoding and errors as `storm-py nimbus`."""
         from daemons.nimbus.handlers import make_handlers
-        from daemons.ui.nimbus_calls import LocalCalls
+        from daemons.rpc.calls import LocalCalls
 
         handlers = make_handlers(self.nimbus.core, self._code, int(self.conf["storm.package.max.bytes"]),
                                  self.nimbus.wake)

@@ -1,7 +1,7 @@
 """The UI's HTTP routes (Flask): the web pages at / (static files that read the REST API),
 Storm's REST API under /api/v1 and Prometheus /metrics.
 
-Each route asks Nimbus (through `NimbusCalls`) and shapes the answer with daemons/ui/views.py.
+Each route asks Nimbus (through `NimbusCalls`) and shapes the answer with daemons/reports/views.py.
 Errors are Storm's body `{"error": SHORT, "errorMessage": LONGER}`: an unknown topology or
 component 404, a bad parameter 400, a POST without the cluster's secret 403, Nimbus unreachable
 503 naming its address, anything else 500.
@@ -19,9 +19,10 @@ from flask import Flask, Response, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
 from daemons.http_server import error_response, json_response
+from daemons.reports import views
+from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.protocol import AuthError, BadRequestError, IllegalStateError, RpcError, UnreachableError
-from daemons.ui import metrics, views
-from daemons.ui.nimbus_calls import NimbusCalls
+from daemons.ui import metrics
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.stats_windows import ALL_TIME, WINDOW_NAMES
 

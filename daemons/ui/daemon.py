@@ -8,9 +8,9 @@ import logging
 from typing import Any, Mapping
 
 from daemons.http_server import BindError, WsgiServer
+from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.client import client_from_conf
 from daemons.ui.app import make_app
-from daemons.ui.nimbus_calls import NimbusCalls
 from executor.lifecycle import Service
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from daemons.reports.views import checkpoints, records_by_component, windows
+from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.protocol import REMOTE_ERRORS
-from daemons.ui.nimbus_calls import NimbusCalls
-from daemons.ui.views import checkpoints, records_by_component, windows
 from executor import stats as st
 from executor.stats_windows import ALL_TIME
 

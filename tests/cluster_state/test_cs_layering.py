@@ -97,3 +97,12 @@ def test_no_two_daemon_packages_import_each_other():
     imports = package_imports()
     mutual = sorted(f"{a} <-> {b}" for a in imports for b in imports[a] if a < b and a in imports.get(b, ()))
     assert mutual == [], imports
+
+
+def test_only_the_commands_that_start_the_ui_import_it():
+    importers = sorted(path.relative_to(REPO).as_posix()
+                       for top in ("daemons", "executor", "cluster_state") for path in (REPO / top).rglob("*.py")
+                       if not path.is_relative_to(REPO / "daemons" / "ui")
+                       and any(n == "daemons.ui" or n.startswith("daemons.ui.") for n in imported_names(path)))
+    # `storm-py ui` and `storm-py local --ui-port`; the views they share with `monitor` are daemons/reports/.
+    assert importers == ["daemons/cli_daemons.py", "daemons/cli_local.py"]

@@ -43,7 +43,7 @@ def test_count_and_event_time_windows_match_a_plain_computation(cluster):
     # every emit reached the sink
     assert len(r.records("sums", "got")) >= N // 10
     # the late tuples counted where the topology page and /metrics read them (stats heartbeats)
-    from daemons.ui.views import topology_detail
+    from daemons.reports.views import topology_detail
 
     def late_counted():
         wins = topology_detail(cluster.topology_details("windows"))["windows"] or []

@@ -11,10 +11,10 @@ from daemons.cli_admin import nimbus_lines
 from daemons.nimbus.code_sync import missing_code
 from daemons.nimbus.leader import leader_node
 from daemons.nimbus.nimbuses import nimbus_rows, peers
+from daemons.reports.views import nimbus_summary
 from daemons.rpc.client import RpcClient
 from daemons.rpc.protocol import NotLeaderError, leader_in_message, not_leader_message
 from daemons.rpc.server import RpcServer
-from daemons.ui.views import nimbus_summary
 
 pytestmark = pytest.mark.timeout(60)
 

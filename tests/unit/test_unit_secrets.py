@@ -34,7 +34,7 @@ def test_a_config_error_never_shows_the_password():
 def test_the_topology_page_masks_the_provider_password():
     from test_unit_ui_views import details
 
-    from daemons.ui import views
+    from daemons.reports import views
 
     d = details(conf={"topology.state.provider.config": PROVIDER})
     assert views.topology_detail(d)["configuration"]["topology.state.provider.config"]["password"] == MASK

@@ -1,7 +1,7 @@
-"""The topology graph's layered layout (daemons/ui/layout.py): columns follow the data flow,
+"""The topology graph's layered layout (daemons/reports/layout.py): columns follow the data flow,
 cycles do not break it, rows are unique per column and few edges cross."""
 
-from daemons.ui.layout import crossings, layers, layout
+from daemons.reports.layout import crossings, layers, layout
 
 
 def test_word_count_columns_follow_the_flow():

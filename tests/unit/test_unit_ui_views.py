@@ -10,8 +10,9 @@ from prometheus_client.registry import CollectorRegistry
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape, shape_problems
 
 from daemons.nimbus.details import info_from_details
-from daemons.ui import formats as fmt
-from daemons.ui import metrics, views
+from daemons.reports import formats as fmt
+from daemons.reports import views
+from daemons.ui import metrics
 from executor.stats_record import ExecutorStats, to_wire
 
 pytestmark = pytest.mark.timeout(30)

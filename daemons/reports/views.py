@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from daemons.nimbus.details import records_by_component
-from daemons.ui import formats as fmt
-from daemons.ui.layout import layout as layered_layout
+from daemons.reports import formats as fmt
+from daemons.reports.layout import layout as layered_layout
 from executor import stats as st
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
 from executor.layout import ACKER_COMPONENT
@@ -448,7 +448,7 @@ def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sy
             ":inputs": [{":component": c, ":stream": s, ":sani-stream": _UNSAFE_STREAM.sub("_", s),
                          ":grouping": g} for c, s, g in inputs],
         }
-    # Beyond Storm's answer: where the page draws each node (a layered layout, daemons/ui/layout.py).
+    # Beyond Storm's answer: where the page draws each node (a layered layout, daemons/reports/layout.py).
     positions = layered_layout(out, [(i[":component"], cid) for cid, node in out.items() for i in node[":inputs"]])
     for cid, (layer, row) in positions.items():
         out[cid][":layer"], out[cid][":row"] = layer, row
