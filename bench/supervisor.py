@@ -33,13 +33,14 @@ sys.path.insert(0, str(ROOT))
 from cluster_state.config import default_config  # noqa: E402
 from cluster_state.factory import mk_storm_cluster_state  # noqa: E402
 from cluster_state.records import Assignment  # noqa: E402
+from cluster_state.worker_beats import read_worker_heartbeat  # noqa: E402
 from cluster_state.zkserver import ZooKeeperServer  # noqa: E402
 from daemons.nimbus.code_store import CodeStore  # noqa: E402
 from daemons.nimbus.core import NimbusCore  # noqa: E402
 from daemons.nimbus.handlers import make_handlers  # noqa: E402
 from daemons.rpc.server import RpcServer  # noqa: E402
 from daemons.supervisor.daemon import Supervisor  # noqa: E402
-from daemons.supervisor.launcher import read_worker_heartbeat, signal_worker  # noqa: E402
+from daemons.supervisor.launcher import signal_worker  # noqa: E402
 from daemons.supervisor.slot import SlotPhase  # noqa: E402
 from executor.package import build_package  # noqa: E402
 from executor.topology_file import load_topology_file  # noqa: E402

@@ -269,6 +269,11 @@ class WorkerHeartbeat:
         })
 
 
+# The errors of a worker as a whole (it refused to start: its package differs from its manifest),
+# kept beside its components' under this name.
+WORKER_ERRORS = "worker"
+
+
 @dataclass(frozen=True)
 class ErrorInfo:
     """`/errors/{topology-id}/{component-id}/e{seq}`: one error a component reported."""

@@ -31,8 +31,8 @@ from cluster_state import local_layout
 from cluster_state.auth import ROLE_TOPOLOGY
 from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
-from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
-from cluster_state.records import STATUS_ACTIVE, WorkerHeartbeat
+from cluster_state.records import STATUS_ACTIVE, WORKER_ERRORS, WorkerHeartbeat
+from cluster_state.worker_beats import write_worker_heartbeat
 from executor.base import TopologyStatus
 from executor.error_throttle import ErrorThrottle
 from executor.errors import ClearError, ComponentError, InvalidTopologyError
@@ -85,10 +85,11 @@ class ProcessRuntime:
         if built != manifest.structure_data:
             differs = sorted(c for c in set(built["components"]) | set(manifest.structure_data["components"])
                              if built["components"].get(c) != manifest.structure_data["components"].get(c))
+            # The key words first: `storm-py list` shows the first 160 characters.
             raise InvalidTopologyError(
-                f"the topology built from {code_dir / manifest.topology_file} differs from its package "
-                f"manifest (components {', '.join(differs) or 'none'}; the code may depend on something "
-                f"that changed since it was packaged)")
+                f"the topology differs from its package manifest in component(s) {', '.join(differs) or 'none'} "
+                f"(its code may read the submitting machine's environment or files, which workers do not "
+                f"have; built here from {code_dir / manifest.topology_file})")
         return tf.topology
 
     def tune_process(self, conf: Mapping[str, Any]) -> None:
@@ -143,7 +144,7 @@ class WorkerProcess(Service):
         try:
             topology = self.runtime.load_topology(self.storm_id, code_dir)
         except InvalidTopologyError as exc:
-            self._report("worker", f"worker {self.host}:{self.port} refused to start: {exc}")
+            self._report(WORKER_ERRORS, f"worker {self.host}:{self.port} refused to start: {exc}")
             raise WorkerStartError(str(exc)) from None
         base = self.cluster.storm_base(self.storm_id, callback=self._assignment_changed)
         assignment = self.cluster.assignment_info(self.storm_id, callback=self._assignment_changed)
@@ -260,9 +261,7 @@ class WorkerProcess(Service):
     def _local_heartbeat(self) -> None:
         started = time.monotonic()
         now = int(time.time())
-        # Not durable: a heartbeat is worthless after a crash, and must never wait on the disk.
-        state = LocalState(local_layout.worker_heartbeats(self.supervisor_conf, self.worker_id), durable=False)
-        state.put(LS_WORKER_HEARTBEAT, WorkerHeartbeat(
+        write_worker_heartbeat(self.supervisor_conf, self.worker_id, WorkerHeartbeat(
             storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
             uptime_secs=int(now - self.started_at)))
         took, gap = time.monotonic() - started, started - (self._last_local_heartbeat or started)

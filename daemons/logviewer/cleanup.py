@@ -67,7 +67,7 @@ def scan(log_root: Path) -> list[LogDir]:
 
 def running_workers(conf: Mapping[str, Any]) -> set[tuple[str, int]]:
     """(topology, port) of the workers with a local heartbeat on this host (a supervisor's)."""
-    from daemons.supervisor.launcher import read_worker_heartbeat, worker_dir_ids
+    from cluster_state.worker_beats import read_worker_heartbeat, worker_dir_ids
 
     running = set()
     for worker_id in worker_dir_ids(conf):

@@ -24,6 +24,7 @@ from cluster_state.records import (
     STATUS_ACTIVE,
     STATUS_INACTIVE,
     STATUS_KILLED,
+    WORKER_ERRORS,
     Assignment,
     StormBase,
 )
@@ -419,7 +420,8 @@ class NimbusCore:
         restarts = sum(n for info in sups.values() for sid, n in info.recent_worker_deaths if sid == storm_id)
         meta = self._meta.get(storm_id)
         errors = {}
-        for comp in sorted(meta.structure.components) if meta is not None else ():
+        # A worker that refuses to start reports under WORKER_ERRORS (it runs no component).
+        for comp in [*(sorted(meta.structure.components) if meta is not None else ()), WORKER_ERRORS]:
             try:
                 e = self.cluster.last_error(storm_id, comp)
             except DecodeError:

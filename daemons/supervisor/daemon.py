@@ -37,6 +37,7 @@ from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import SupervisorInfo, WorkerDeath
 from cluster_state.settings import zk_settings
 from cluster_state.storm import StormClusterState
+from cluster_state.worker_beats import read_worker_heartbeat, worker_dir_ids
 from daemons.rpc.code_transfer import DownloadRetries
 from daemons.supervisor import download, launcher, worker_death
 from daemons.supervisor.deaths import recent_deaths, remember_death, topology_hold_until
@@ -198,7 +199,7 @@ class Supervisor(Service):
         self._persist_records()
         self._slots, strays = recover_slots(self.ports, records)
         self._strays = list(strays)
-        for worker_id in sorted(stray_worker_dirs(launcher.worker_dir_ids(self.conf), records)):
+        for worker_id in sorted(stray_worker_dirs(worker_dir_ids(self.conf), records)):
             log.info("removing worker dir %s: no record of launching it", worker_id)
             launcher.cleanup_worker(self.conf, worker_id)
         if records:
@@ -382,7 +383,7 @@ class Supervisor(Service):
         inputs = SlotInputs(
             assignment=target,
             code_present=target is not None and self.code.present(target.storm_id),
-            heartbeat=launcher.read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
+            heartbeat=read_worker_heartbeat(self.conf, worker_id) if worker_id else None,
             process_alive=alive,
             memory_bytes=self._memory(worker_id) if alive and (
                 self.slot_conf.memory_limit_mb is not None or topo_limit is not None) else None,

@@ -24,9 +24,7 @@ import psutil
 
 import executor
 from cluster_state import local_layout
-from cluster_state.errors import ClusterStateError
-from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
-from cluster_state.records import LocalAssignment, WorkerHeartbeat
+from cluster_state.records import LocalAssignment
 from daemons.supervisor.worker_state import ProcessFacts, ProcessStatus, WorkerRecord
 
 log = logging.getLogger(__name__)
@@ -112,22 +110,6 @@ def signal_worker(record: WorkerRecord, sig: signal.Signals) -> bool:
     return True
 
 
-def read_worker_heartbeat(conf: Mapping[str, Any], worker_id: str) -> WorkerHeartbeat | None:
-    """The worker's local heartbeat (None when it has none, or it cannot be read)."""
-    directory = local_layout.worker_heartbeats(conf, worker_id)
-    if not directory.is_dir():
-        return None  # LocalState would create it: a cleaned-up worker must stay gone
-    try:
-        value = LocalState(directory).get(LS_WORKER_HEARTBEAT)
-    except ClusterStateError as exc:
-        log.warning("cannot read the heartbeat of worker %s: %s", worker_id, exc)
-        return None
-    if value is not None and not isinstance(value, WorkerHeartbeat):
-        log.warning("worker %s: heartbeat is a %s, not a WorkerHeartbeat; ignored", worker_id, type(value).__name__)
-        return None
-    return value
-
-
 def worker_pids_on_disk(conf: Mapping[str, Any], worker_id: str) -> list[int]:
     """Pids the worker wrote into workers/{id}/pids/."""
     try:
@@ -191,13 +173,6 @@ def read_log_tail(path: Path, max_bytes: int, start: int = 0) -> tuple[bytes, bo
     except OSError as exc:
         log.debug("cannot read the tail of %s: %s", path, exc)
         return b"", False
-
-
-def worker_dir_ids(conf: Mapping[str, Any]) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(local_layout.worker_root(conf)) if e.is_dir(follow_symlinks=False))
-    except FileNotFoundError:
-        return []
 
 
 def tree_rss(record: WorkerRecord) -> int | None:

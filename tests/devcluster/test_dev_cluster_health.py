@@ -104,7 +104,19 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
             def execute(self, tup):
                 pass
         ''')
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", "--slots", "3", *FAST) as c:
+    # Its structure depends on the submitter's environment: the workers build another topology
+    # than the one packaged, and refuse to run it.
+    envdep = _topology(tmp_path, "envdep", "import os\n", '''
+        from executor.api import Bolt
+
+
+        class Fragile(Bolt):
+            def execute(self, tup):
+                pass
+        ''')
+    envdep.write_text(envdep.read_text().replace(
+        'set_bolt("fragile", Fragile(), 1)', 'set_bolt("fragile", Fragile(), int(os.environ.get("FRAGILES", "1")))'))
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", "--slots", "4", *FAST) as c:
         submit(c.conf_dir, raising, "raising")
         submit(c.conf_dir, silent, "silent")
         out = storm_py("jar", "submit", str(missing), "--name", "missing", conf_dir=c.conf_dir,
@@ -125,6 +137,14 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
                          timeout=120, interval=1,
                          message=lambda: f"list naming the module missing where workers run: {rows(c.conf_dir)}")
 
+        out = storm_py("jar", "submit", str(envdep), "--name", "envdep", conf_dir=c.conf_dir,
+                       env_extra={"FRAGILES": "2"}, timeout=120)
+        assert "submitted topology envdep as " in out.stdout, out.stderr
+        row = wait_until(lambda: failing("envdep", ["refused to start: the topology differs from its package manifest "
+                                                    "in component(s) fragile"]),
+                         timeout=120, interval=1,
+                         message=lambda: f"list saying envdep's workers refuse its code: {rows(c.conf_dir)}")
+
         row = wait_until(lambda: failing("silent", ["workers keep dying (", "restarts in 5m), exit code 3: "]),
                          timeout=120, interval=1,
                          message=lambda: f"list saying silent's workers keep dying, with the exit code: {rows(c.conf_dir)}")
@@ -134,7 +154,9 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
         storm_py("kill", "silent", "-w", "0", conf_dir=c.conf_dir)
         storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
         storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
-        wait_until(lambda: not ({"raising", "missing", "silent"} & set(rows(c.conf_dir))), timeout=60, interval=1,
+        storm_py("kill", "envdep", "-w", "0", conf_dir=c.conf_dir)
+        wait_until(lambda: not ({"raising", "missing", "silent", "envdep"} & set(rows(c.conf_dir))), timeout=60,
+                   interval=1,
                    message="the failing topologies removed")
         submit(c.conf_dir, ROOT / "examples" / "exclamation" / "topology.py", "fine")
         row = wait_until(lambda: (r := rows(c.conf_dir).get("fine")) and r["WORKERS"] == "2" and r,

@@ -24,12 +24,12 @@ from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import Assignment
+from cluster_state.worker_beats import read_worker_heartbeat
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
 from daemons.rpc.server import RpcServer
 from daemons.supervisor.daemon import Supervisor
-from daemons.supervisor.launcher import read_worker_heartbeat
 from daemons.supervisor.slot import SlotPhase
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "nimbus"))  # the Nimbus tests' package builder

@@ -43,7 +43,7 @@ def _fresh_heartbeats_after(conf, moment: float, ports) -> bool:
 
 
 def _hb_time(conf, wid) -> float:
-    from daemons.supervisor.launcher import read_worker_heartbeat
+    from cluster_state.worker_beats import read_worker_heartbeat
 
     hb = read_worker_heartbeat(conf, wid)
     return hb.time_secs if hb else 0

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cluster_state.local_state import LocalState
+from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
 from cluster_state.records import WorkerHeartbeat
 from daemons.logviewer.cleanup import LogDir, clean, to_delete
-from daemons.supervisor.launcher import LS_WORKER_HEARTBEAT
 
 DAY = 86400.0
 NOW = 100 * DAY
