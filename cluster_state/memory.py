@@ -116,6 +116,14 @@ class InMemoryStore:
                 client._watch_fired(EventType.DELETED, path)
             self._fire(self._child_watches, parent_name, EventType.CHILD)
 
+    def delete_if_version(self, path: str, version: int) -> bool:
+        with self._lock:
+            node = self._nodes.get(path)
+            if node is None or node.version != version:
+                return False
+            self.delete(path)
+            return True
+
     def owner_of(self, path: str) -> int | None:
         with self._lock:
             node = self._nodes.get(path)
@@ -201,6 +209,18 @@ class InMemoryClusterState:
         data = check_node_data(path, data, full)
         self._mkdirs_abs(parent_path(full))
         return self._rel(self.store.create(full, data, sequential=True))
+
+    def create_ephemeral_sequential(self, path: str, data: bytes) -> str:
+        full = self._abs(path)
+        data = check_node_data(path, data, full)
+        self._mkdirs_abs(parent_path(full))
+        return self._rel(self.store.create(full, data, owner=self.client_id, sequential=True))
+
+    def owns_ephemeral(self, path: str) -> bool:
+        return self.store.owner_of(self._abs(path)) == self.client_id
+
+    def delete_if_version(self, path: str, version: int) -> bool:
+        return self.store.delete_if_version(self._abs(path), version)
 
     def set_data(self, path: str, data: bytes) -> None:
         full = self._abs(path)

@@ -83,6 +83,18 @@ class ClusterState(Protocol):
     def create_sequential(self, path: str, data: bytes) -> str:
         """Create persistent node `path` + 10-digit sequence number; returns the full path."""
 
+    def create_ephemeral_sequential(self, path: str, data: bytes) -> str:
+        """Create ephemeral node `path` + 10-digit sequence number (parents are created); returns
+        its path. Unlike set_ephemeral_node it is not re-created in a new session: its owner
+        (a leader latch) joins again itself."""
+
+    def owns_ephemeral(self, path: str) -> bool:
+        """Whether `path` is an ephemeral node of this client's current session."""
+
+    def delete_if_version(self, path: str, version: int) -> bool:
+        """Delete the (childless) node if its data version is still `version`; False when it is
+        gone or was changed meanwhile."""
+
     def set_data(self, path: str, data: bytes) -> None:
         """Overwrite a node, or create it persistent with its parents."""
 

@@ -346,6 +346,25 @@ class ZkClusterState:
         return self._op("create", path,
                         lambda: self._client.create_async(path, data, sequence=True, makepath=True))
 
+    def create_ephemeral_sequential(self, path: str, data: bytes) -> str:
+        path = self._path(path)
+        data = self._checked(path, data)
+        return self._op("create", path, lambda: self._client.create_async(
+            path, data, ephemeral=True, sequence=True, makepath=True))
+
+    def owns_ephemeral(self, path: str) -> bool:
+        stat = self._stat(self._path(path), False)
+        return stat is not None and stat.ephemeralOwner != 0 and stat.ephemeralOwner == self._client.client_id[0]
+
+    def delete_if_version(self, path: str, version: int) -> bool:
+        path = self._path(path)
+        with self._translate("delete", path):
+            try:
+                self._retry(self._client, lambda: self._client.delete_async(path, version=version))
+            except (kz.NoNodeError, kz.BadVersionError):
+                return False  # gone, or changed meanwhile: not ours to delete
+        return True
+
     def set_ephemeral_node(self, path: str, data: bytes) -> None:
         path = self._path(path)
         data = self._checked(path, data)  # before it is recorded: recovery would resend it forever

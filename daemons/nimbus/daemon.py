@@ -33,7 +33,7 @@ from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.code_sync import CodeSync
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
-from daemons.nimbus.leader import AlwaysLeader, LeaderLatch, Leadership
+from daemons.nimbus.leader import AlwaysLeader, LeaderLatch, Leadership, election_step
 from daemons.nimbus.seams import TopologyCodeStore
 from daemons.rpc.protocol import NotLeaderError, UnavailableError, not_leader_message
 from daemons.rpc.server import RpcServer
@@ -120,12 +120,10 @@ class Nimbus(Service):
         core = self.core = NimbusCore(conf, cluster, store)
         host, port = nimbus_bind_host(conf), int(conf["nimbus.thrift.port"])
         self.me = nimbuses.nimbus_id(host, port)
-        kazoo = getattr(cluster.cluster_state, "kazoo_client", None)
-        if kazoo is None or not self._serve_rpc:
-            self._latch = AlwaysLeader(self.me)  # in-memory cluster state: the only Nimbus
+        if not self._serve_rpc:
+            self._latch = AlwaysLeader(self.me)  # LocalCluster: the only Nimbus, reached in process
         else:
-            self._latch = LeaderLatch(kazoo, self.me, float(conf["storm.zookeeper.connection.timeout"]) / 1000,
-                                      self._wake_election)
+            self._latch = LeaderLatch(cluster.cluster_state, self.me, self._wake_election)
             self.on_stop(self._latch.close, "leader election")
         self._election_round()  # the leader recovers here, before serving
         if self._serve_rpc:
@@ -173,10 +171,11 @@ class Nimbus(Service):
         except Exception as exc:  # ZooKeeper away or slow: not the leader until a check succeeds
             log.warning("Nimbus leader election: %r", exc)
             found = Leadership(None, False)
-        was = self._leader
+        decision = election_step(self.me, self._leading, self._leader, found)
         self._leader = found.leader
-        if found.is_leader and not self._leading:
-            log.info("Nimbus %s is the leader now%s: recovering", self.me, f" (was {was})" if was else "")
+        if decision.message:
+            log.log(decision.level, "%s", decision.message)
+        if decision.take_over:
             try:
                 self.core.recover()
             except ClusterStateError as exc:
@@ -188,15 +187,9 @@ class Nimbus(Service):
             self._reregister()
             if self._monitor is not None:
                 self._monitor.wake()
-        elif not found.is_leader and self._leading:
-            log.warning("Nimbus %s is not the leader any more (leader: %s): it stops scheduling and "
-                        "refuses writes", self.me, found.leader or "none now")
+        elif decision.step_down:
             self._leading = False
             self._reregister()
-        elif found.leader == self.me and not found.is_leader:
-            log.info("Nimbus %s: the leader lock is held by an earlier run of this Nimbus", self.me)
-        elif found.leader != was and not found.is_leader:
-            log.info("Nimbus %s is a standby; the leader is %s", self.me, found.leader or "not known")
 
     def _reregister(self) -> None:
         """Rewrite this Nimbus's registration with its new leader flag."""

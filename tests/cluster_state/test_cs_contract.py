@@ -184,6 +184,31 @@ def test_unregister_and_failing_callbacks(new_client):
     assert removed.events == []
 
 
+def test_ephemeral_sequential_nodes_belong_to_their_session_and_go_with_it(new_client):
+    owner, other = new_client(), new_client()
+    first = owner.create_ephemeral_sequential("/latch/n-", b"owner")
+    second = other.create_ephemeral_sequential("/latch/n-", b"other")
+    assert first < second and first.startswith("/latch/n-") and len(first) == len("/latch/n-") + 10
+    assert owner.owns_ephemeral(first) and not owner.owns_ephemeral(second)
+    assert other.owns_ephemeral(second) and not other.owns_ephemeral(first)
+    owner.set_data("/latch/persistent", b"x")
+    assert not owner.owns_ephemeral("/latch/persistent") and not owner.owns_ephemeral("/latch/missing")
+    owner.close()
+    wait_until(lambda: other.get_children("/latch") == ["n-" + second[-10:], "persistent"], 10,
+               "the closed client's sequential node to go")
+
+
+def test_delete_if_version_deletes_only_the_version_read(new_client):
+    cs = new_client()
+    cs.set_data("/cas/node", b"v1")
+    _, version = cs.get_data_with_version("/cas/node")
+    cs.set_data("/cas/node", b"v2")  # changed meanwhile
+    assert cs.delete_if_version("/cas/node", version) is False and cs.get_data("/cas/node") == b"v2"
+    _, version = cs.get_data_with_version("/cas/node")
+    assert cs.delete_if_version("/cas/node", version) is True and not cs.exists("/cas/node")
+    assert cs.delete_if_version("/cas/node", version) is False  # gone
+
+
 def test_ephemeral_node_vanishes_when_owner_closes(new_client):
     owner, other = new_client(), new_client()
     rec = Recorder()

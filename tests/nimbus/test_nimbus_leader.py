@@ -1,6 +1,7 @@
-"""The Nimbus leader latch at /leader-lock on a real ZooKeeper (issue 21): the first to join
-leads and the others name it; the leader leaving or its session expiring hands over; a node
-left by a crashed earlier run of the same host:port is removed once that Nimbus holds its port."""
+"""The Nimbus leader latch at /leader-lock, on the cluster-state protocol (a real ZooKeeper, and
+the in-memory state for what needs no session expiry; issue 21): the first to join leads and the
+others name it; the leader leaving or its session expiring hands over; a node left by a crashed
+earlier run of the same host:port is removed once that Nimbus holds its port."""
 
 from __future__ import annotations
 
@@ -10,18 +11,25 @@ import pytest
 from testutil import wait_until
 from zk_fixture import expire_session
 
+from cluster_state.memory import InMemoryClusterState, InMemoryStore
 from cluster_state.zk import ZkClusterState
 from daemons.nimbus.leader import LeaderLatch, Leadership
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.zk]
 
 
-@pytest.fixture
-def clients(zk_conf):
-    made: list[ZkClusterState] = []
+@pytest.fixture(params=["zookeeper", "memory"])
+def clients(request):
+    made: list = []
+    if request.param == "memory":
+        store = InMemoryStore()
+        make = lambda: InMemoryClusterState(store, "/storm")  # noqa: E731
+    else:
+        zk_conf = request.getfixturevalue("zk_conf")
+        make = lambda: ZkClusterState(zk_conf)  # noqa: E731
 
-    def new() -> ZkClusterState:
-        made.append(ZkClusterState(zk_conf))
+    def new():
+        made.append(make())
         return made[-1]
 
     yield new
@@ -29,9 +37,9 @@ def clients(zk_conf):
         cs.close()
 
 
-def latch(cs: ZkClusterState, me: str) -> tuple[LeaderLatch, threading.Event]:
+def latch(cs, me: str) -> tuple[LeaderLatch, threading.Event]:
     woke = threading.Event()
-    return LeaderLatch(cs.kazoo_client, me, 5.0, woke.set), woke
+    return LeaderLatch(cs, me, woke.set), woke
 
 
 def test_the_first_leads_the_second_names_it_and_takes_over_when_it_leaves(clients):
@@ -47,7 +55,21 @@ def test_the_first_leads_the_second_names_it_and_takes_over_when_it_leaves(clien
     b.close()
 
 
-def test_a_leader_whose_session_expires_joins_again_behind_the_standby(clients):
+@pytest.fixture
+def zk_clients(zk_conf):  # sessions expire only on ZooKeeper
+    made: list[ZkClusterState] = []
+
+    def new() -> ZkClusterState:
+        made.append(ZkClusterState(zk_conf))
+        return made[-1]
+
+    yield new
+    for cs in made:
+        cs.close()
+
+
+def test_a_leader_whose_session_expires_joins_again_behind_the_standby(zk_clients):
+    clients = zk_clients
     a_cs = clients()
     a, _ = latch(a_cs, "127.0.0.2:6627")
     b, _ = latch(clients(), "127.0.0.3:6627")

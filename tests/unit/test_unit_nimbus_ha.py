@@ -104,3 +104,20 @@ def test_a_write_refused_by_a_standby_is_sent_once_to_the_leader_it_names():
     finally:
         standby.stop()
         leader.stop()
+
+
+def test_an_election_round_takes_over_steps_down_or_only_says_what_it_found():
+    from daemons.nimbus.leader import Leadership, election_step
+
+    me, other = "127.0.0.2:6627", "127.0.0.3:6627"
+    take = election_step(me, False, other, Leadership(me, True))
+    assert take.take_over and not take.step_down and take.message == f"Nimbus {me} is the leader now (was {other}): recovering"
+    assert election_step(me, True, me, Leadership(me, True)) == election_step(me, True, me, Leadership(me, True))
+    assert not election_step(me, True, me, Leadership(me, True)).message  # still leading: nothing to say
+    down = election_step(me, True, me, Leadership(None, False))
+    assert down.step_down and not down.take_over and "leader: none now" in down.message
+    stale = election_step(me, False, None, Leadership(me, False))
+    assert not stale.take_over and "held by an earlier run" in stale.message
+    standby = election_step(me, False, None, Leadership(other, False))
+    assert not (standby.take_over or standby.step_down) and standby.message.endswith(f"the leader is {other}")
+    assert not election_step(me, False, other, Leadership(other, False)).message  # unchanged
