@@ -26,10 +26,11 @@ from cluster_state.records import (
     STATUS_KILLED,
     WORKER_ERRORS,
     Assignment,
+    ErrorInfo,
     StormBase,
 )
 from cluster_state.storm import StormClusterState
-from daemons.nimbus import health, liveness
+from daemons.nimbus import liveness
 from daemons.nimbus.details import info_from_details
 from daemons.nimbus.rebalance_notes import rebalance_notes
 from daemons.nimbus.scheduler import (
@@ -40,6 +41,13 @@ from daemons.nimbus.scheduler import (
     start_times,
 )
 from daemons.nimbus.seams import TopologyCodeStore
+from daemons.nimbus.summaries import (
+    DetailFacts,
+    HealthSettings,
+    TopologyFacts,
+    cluster_summary,
+    topology_details,
+)
 from daemons.nimbus.transitions import (
     Activate,
     Deactivate,
@@ -376,69 +384,38 @@ class NimbusCore:
 
     # ------------------------------------------------------------------ information
     def cluster_info(self) -> dict[str, Any]:
+        """Gathered here (Nimbus's own state under its lock, then ZooKeeper), built by
+        daemons/nimbus/summaries.py."""
         with self.lock:
             now = self.clock()
-            used: dict[str, set[int]] = {}
-            topologies = []
-            sups = self.cluster.all_supervisor_info()
-            for storm_id in sorted(self.cluster.active_storms()):
-                base = None if storm_id in self._abandoned else self._base_or_none(storm_id)
-                if base is None:
-                    continue
-                assignment = self._assignment_or_none(storm_id)
-                enp = {} if assignment is None else assignment.executor_node_port
-                slots = set(enp.values())
-                for node, port in slots:
-                    used.setdefault(node, set()).add(port)
-                tasks = sum(e - s + 1 for s, e in enp)
-                topologies.append({"name": base.storm_name, "id": storm_id, "status": base.status,
-                                   "num_tasks": tasks, "num_workers": len(slots),
-                                   "num_executors": len(enp),
-                                   "uptime_secs": int(now - base.launch_time_secs),
-                                   "owner": base.owner or "", "requested_workers": base.num_workers,
-                                   "slots": sorted([node, port] for node, port in slots),
-                                   **self._health(storm_id, base, enp, sups, now)})
-            supervisors = []
-            for sid, info in sorted(sups.items()):
-                supervisors.append({"id": sid, "host": info.hostname, "slots": len(info.meta),
-                                    "used": len(used.get(sid, ())), "ports": list(info.meta),
-                                    "uptime_secs": info.uptime_secs, "version": info.version or "",
-                                    "logviewer_port": info.logviewer_port,
-                                    "worker_restarts": [list(r) for r in info.worker_restarts]})
-            return {"nimbus_uptime_secs": int(now - self.started_at), "nimbus_version": storm_py_version(),
-                    "now_secs": int(now),
-                    "supervisors": supervisors, "topologies": topologies}
+            abandoned = set(self._abandoned)
+            components = {sid: tuple(sorted(m.structure.components)) for sid, m in self._meta.items()}
+            seen = {sid: dict(cache) for sid, cache in self._beats.items()}
+        sups = self.cluster.all_supervisor_info()
+        facts = []
+        for storm_id in sorted(self.cluster.active_storms()):
+            base = None if storm_id in abandoned else self._base_or_none(storm_id)
+            if base is not None:
+                facts.append(TopologyFacts(storm_id, base, self._assignment_or_none(storm_id),
+                                           self._last_errors(storm_id, components.get(storm_id, ())),
+                                           seen.get(storm_id, {})))
+        return cluster_summary(facts, sups, now, self.started_at, storm_py_version(), self._health_settings())
 
-    def _health(self, storm_id: str, base: StormBase, enp: Mapping, sups: Mapping[str, Any],
-                now: float) -> dict[str, Any]:
-        """Live workers (slots with an executor whose heartbeat advanced within the task
-        timeout), worker restarts in the last minutes and the newest problem (daemons/nimbus/health.py)."""
-        timeout = float(self.conf["nimbus.task.timeout.secs"])
-        cache = self._beats.get(storm_id, {})
-        mine = [(sid, info, d) for sid, info in sups.items() for d in info.worker_deaths if d.storm_id == storm_id]
-        live = health.live_workers(enp, cache, {(sid, d.port): d.time_secs for sid, _i, d in mine}, now, timeout)
-        restarts = sum(n for info in sups.values() for sid, n in info.recent_worker_deaths if sid == storm_id)
-        meta = self._meta.get(storm_id)
-        errors = {}
-        # A worker that refuses to start reports under WORKER_ERRORS (it runs no component).
-        for comp in [*(sorted(meta.structure.components) if meta is not None else ()), WORKER_ERRORS]:
+    def _health_settings(self) -> HealthSettings:
+        return HealthSettings(float(self.conf["nimbus.task.timeout.secs"]), str(self.conf["storm.zookeeper.root"]))
+
+    def _last_errors(self, storm_id: str, components) -> dict[str, ErrorInfo]:
+        """The newest error of each component, and of the workers as a whole: a worker that
+        refuses to start reports under WORKER_ERRORS (it runs no component)."""
+        out = {}
+        for comp in (*components, WORKER_ERRORS):
             try:
                 e = self.cluster.last_error(storm_id, comp)
             except DecodeError:
                 e = None
             if e is not None:
-                errors[comp] = [(e.time_secs, e.error, e.host, e.port)]
-        deaths = [(d.time_secs, d.error_line, d.reason, d.port, info.hostname, d.exit_code, d.signal)
-                  for _sid, info, d in mine]
-        # a supervisor that cannot fetch the code starts no worker: its failure is the problem
-        deaths += [(t, "", why, None, info.hostname, None, None)
-                   for info in sups.values() for sid, t, why in info.code_failures if sid == storm_id]
-        problem = health.crash_loop_problem(health.newest_problem(errors, deaths), restarts, live)
-        unassigned = sum(base.component_executors.values()) - len(enp) if base.component_executors else 0
-        problem = health.no_slots_problem(unassigned, len(sups), str(self.conf["storm.zookeeper.root"]),
-                                          int(now)) or problem
-        return {"live_workers": live, "recent_restarts": restarts,
-                "last_error": None if problem is None else problem.to_dict()}
+                out[comp] = e
+        return out
 
     def topology_info(self, name: str) -> dict[str, Any]:
         """Each component's all-time figures, executors and last error (the CLI's and the test
@@ -451,56 +428,22 @@ class NimbusCore:
         its slot, liveness and raw stats record, each component's newest errors, and the
         latest worker death per slot its supervisors saw (`worker_deaths`, newest first: the
         supervisor's id and host, port, time, reason, exit code or signal, error line and log
-        tail). The UI merges the records itself (executor/stats.py), per window and per stream."""
+        tail). The UI merges the records itself (executor/stats.py), per window and per stream.
+        Gathered here, built by daemons/nimbus/summaries.py."""
         with self.lock:
             storm_id = self.resolve(name_or_id)
             base = self._base(storm_id)
             meta = self._topology(storm_id)
             layout = self.layout(storm_id, base)
-            assignment = self._assignment_or_none(storm_id)
-            enp = {} if assignment is None else assignment.executor_node_port
-            hosts = {} if assignment is None else assignment.node_host
-            starts = {} if assignment is None else assignment.executor_start_time_secs
-            beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
             now = self.clock()
-            components, executors, errors = [], [], {}
-            for comp in sorted(layout.executors):
-                spec = meta.structure.components.get(comp)
-                components.append({
-                    "id": comp, "kind": "acker" if spec is None else spec.kind,
-                    "tasks": len(layout.component_tasks[comp]),
-                    "inputs": [] if spec is None else [
-                        {"component": sub.source, "stream": sub.stream, "grouping": sub.grouping.kind}
-                        for sub in spec.inputs]})
-                for ex in layout.executors[comp]:
-                    node, port = enp.get(ex, (None, None))
-                    beat = beats.get(ex)
-                    executors.append({
-                        "executor": list(ex), "component": comp, "node": node,
-                        "host": hosts.get(node, node) if node else None, "port": port,
-                        "start_time_secs": starts.get(ex), "alive": beat is not None,
-                        "uptime_secs": None if beat is None else beat.uptime_secs,
-                        "stats": None if beat is None else beat.stats})
-                if spec is not None:
-                    errors[comp] = [{"error": e.error, "time_secs": e.time_secs, "host": e.host, "port": e.port}
-                                    for e in self.cluster.errors(storm_id, comp)[:max_errors]]
-            sups = self.cluster.all_supervisor_info()
-            nodes = {n for n, _p in enp.values()}
-            supervisors = {sid: {"host": info.hostname, "logviewer_port": info.logviewer_port}
-                           for sid, info in sups.items() if sid in nodes}
-            restarts = [[sid, port, n] for sid, info in sorted(sups.items())
-                        for tid, port, n in info.worker_restarts if tid == storm_id]
-            deaths = sorted(({"supervisor": sid, "host": info.hostname, "port": d.port, "time_secs": d.time_secs,
-                              "reason": d.reason, "exit_code": d.exit_code, "signal": d.signal,
-                              "error_line": d.error_line, "log_tail": d.log_tail}
-                             for sid, info in sups.items() for d in info.worker_deaths if d.storm_id == storm_id),
-                            key=lambda d: (-d["time_secs"], d["supervisor"], d["port"]))
-            return {"id": storm_id, "name": base.storm_name, "status": base.status, "owner": base.owner or "",
-                    "supervisors": supervisors, "worker_restarts": restarts, "worker_deaths": deaths,
-                    "launch_time_secs": base.launch_time_secs, "uptime_secs": int(now - base.launch_time_secs),
-                    "requested_workers": base.num_workers, "now_secs": int(now),
-                    "conf": dict(meta.conf), "components": components, "executors": executors,
-                    "errors": errors}
+        assignment = self._assignment_or_none(storm_id)
+        enp = {} if assignment is None else assignment.executor_node_port
+        beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
+        specs = meta.structure.components
+        errors = {comp: self.cluster.errors(storm_id, comp)[:max_errors] for comp in sorted(layout.executors)
+                  if comp in specs}
+        facts = DetailFacts(storm_id, base, meta.conf, specs, layout, assignment, beats, errors)
+        return topology_details(facts, self.cluster.all_supervisor_info(), now)
 
     def _assignment_or_none(self, storm_id: str) -> Assignment | None:
         try:

@@ -1,0 +1,55 @@
+"""Nimbus's reports as pure views over one snapshot (daemons/nimbus/summaries.py)."""
+
+from __future__ import annotations
+
+from cluster_state.records import (
+    STATUS_ACTIVE,
+    WORKER_ERRORS,
+    Assignment,
+    ErrorInfo,
+    StormBase,
+    SupervisorInfo,
+    WorkerDeath,
+)
+from daemons.nimbus.liveness import Seen
+from daemons.nimbus.summaries import HealthSettings, TopologyFacts, cluster_summary, topology_health
+
+NOW = 1_700_000_100
+SETTINGS = HealthSettings(task_timeout_secs=30, zk_root="/storm")
+BASE = StormBase("wc", NOW - 100, STATUS_ACTIVE, 2, {"spout": 1, "split": 1})
+
+
+def supervisor(deaths=(), recent=(), failures=()) -> SupervisorInfo:
+    return SupervisorInfo(NOW, "127.0.0.1", "sup-1", (6700,), (6700, 6701), None, 50,
+                          worker_deaths=tuple(deaths), recent_worker_deaths=tuple(recent), code_failures=tuple(failures))
+
+
+def assigned(*slots) -> Assignment:
+    enp = {(i + 1, i + 1): slot for i, slot in enumerate(slots)}
+    return Assignment("/code", {"sup-1": "127.0.0.1"}, enp, {e: NOW - 90 for e in enp})
+
+
+def test_a_live_topology_with_no_problem():
+    a = assigned(("sup-1", 6700), ("sup-1", 6700))
+    seen = {e: Seen(NOW - 2, NOW - 2) for e in a.executor_node_port}
+    t = TopologyFacts("wc-1", BASE, a, {}, seen)
+    got = cluster_summary([t], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0", SETTINGS)
+    (row,) = got["topologies"]
+    assert row["num_executors"] == 2 and row["num_workers"] == 1 and row["slots"] == [["sup-1", 6700]]
+    assert row["live_workers"] == 1 and row["recent_restarts"] == 0 and row["last_error"] is None
+    assert got["supervisors"][0]["used"] == 1 and got["nimbus_uptime_secs"] == 500
+
+
+def test_health_is_decided_once_from_errors_deaths_and_slots():
+    refusal = ErrorInfo("worker 127.0.0.1:6700 refused to start: the topology differs from its package manifest",
+                        NOW - 3, "127.0.0.1", 6700)
+    t = TopologyFacts("wc-1", BASE, assigned(("sup-1", 6700), ("sup-1", 6700)), {WORKER_ERRORS: refusal})
+    sups = {"sup-1": supervisor(deaths=[WorkerDeath("wc-1", 6700, NOW - 10, "exited", exit_code=1)],
+                                recent=[("wc-1", 4)])}
+    h = topology_health(t, sups, NOW, SETTINGS)
+    assert h["live_workers"] == 0 and h["recent_restarts"] == 4
+    assert h["last_error"]["component"] == WORKER_ERRORS and "differs from its package manifest" in h["last_error"]["error"]
+    # nothing assigned and no supervisor registered: Nimbus names its root
+    lonely = topology_health(TopologyFacts("wc-1", BASE, None), {}, NOW, SETTINGS)
+    assert lonely["last_error"]["error"].startswith("no supervisor offers slots: none is registered under "
+                                                    "ZooKeeper root '/storm'")
