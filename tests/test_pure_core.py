@@ -17,6 +17,7 @@ SUITES = [
     "tests/unit",
     "tests/local/test_local_ack_merging.py",
     "tests/local/test_local_acker_placement.py",
+    "tests/local/test_local_basic_columns.py",
     "tests/local/test_local_flow_control.py",
     "tests/local/test_local_lifecycle.py",
     "tests/local/test_local_worker_routing.py",

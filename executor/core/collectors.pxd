@@ -1,5 +1,8 @@
 # Types of executor/core/collectors.py for its compiled build (executor/core/__init__.py).
+cimport cython
+
 from executor.core.outbox cimport Outbox
+from executor.serialization cimport TupleColumn
 
 
 cdef class _TaskCollector:
@@ -23,3 +26,10 @@ cdef class BasicOutputCollector:
 
 cdef class SpoutOutputCollector(_TaskCollector):
     pass
+
+
+@cython.locals(i=Py_ssize_t)
+cpdef run_basic_batch(BasicOutputCollector basic, object user, object batch)
+
+cdef _run_one(BasicOutputCollector basic, OutputCollector collector, Outbox ob, object user_execute,
+              object user, object tup, bint anchored)

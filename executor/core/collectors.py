@@ -10,6 +10,7 @@ import logging
 
 from executor.errors import FailedException
 from executor.receive_queue import Calls
+from executor.serialization import TupleColumn
 from executor.tuple import DEFAULT_STREAM, Tuple
 
 log = logging.getLogger(__name__)
@@ -96,16 +97,37 @@ def run_basic_batch(basic: BasicOutputCollector, user, batch) -> None:
     collector = basic._collector
     ob = basic._ob
     user_execute = user.execute
+    if type(batch) is TupleColumn:
+        # A column received from another worker: each Tuple is made here as it is executed,
+        # without the column's (task, Tuple) generator (half the word count's tuples on two workers).
+        src, stream, comp, fields = batch.source_task, batch.stream, batch.component, batch.fields
+        anchors = batch.anchors
+        if anchors is None:
+            for v in batch.values:
+                _run_one(basic, collector, ob, user_execute, user, Tuple(v, src, stream, comp, fields, None), False)
+            return
+        i = 0
+        for v in batch.values:
+            a = anchors[i] or None
+            i += 1
+            _run_one(basic, collector, ob, user_execute, user, Tuple(v, src, stream, comp, fields, a), bool(a))
+        return
     for _task, tup in batch:
-        basic.input = tup
-        try:
-            user_execute(tup, basic)
-        except FailedException as exc:
-            log.debug("BasicBolt %s failed a tuple: %s", type(user).__name__, exc)
-            collector.fail(tup)
-            continue
-        if tup.anchors_to_ids:  # outside every tuple tree there is nothing to tell the acker
-            ob.ack(tup)
+        _run_one(basic, collector, ob, user_execute, user, tup, bool(tup.anchors_to_ids))
+
+
+def _run_one(basic: BasicOutputCollector, collector: OutputCollector, ob, user_execute, user, tup,
+             anchored: bool) -> None:
+    """`anchored`: the tuple belongs to a tuple tree (its anchors_to_ids is not empty)."""
+    basic.input = tup
+    try:
+        user_execute(tup, basic)
+    except FailedException as exc:
+        log.debug("BasicBolt %s failed a tuple: %s", type(user).__name__, exc)
+        collector.fail(tup)
+        return
+    if anchored:  # outside every tuple tree there is nothing to tell the acker
+        ob.ack(tup)
 
 
 class SpoutOutputCollector(_TaskCollector):
