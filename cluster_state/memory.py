@@ -205,16 +205,16 @@ class InMemoryClusterState:
         raise ClusterStateError(f"could not set ephemeral node {path}: it keeps changing")
 
     def create_sequential(self, path: str, data: bytes) -> str:
-        full = self._abs(path)
-        data = check_node_data(path, data, full)
-        self._mkdirs_abs(parent_path(full))
-        return self._rel(self.store.create(full, data, sequential=True))
+        return self._create_sequential(path, data, None)
 
     def create_ephemeral_sequential(self, path: str, data: bytes) -> str:
+        return self._create_sequential(path, data, self.client_id)
+
+    def _create_sequential(self, path: str, data: bytes, owner: int | None) -> str:
         full = self._abs(path)
         data = check_node_data(path, data, full)
         self._mkdirs_abs(parent_path(full))
-        return self._rel(self.store.create(full, data, owner=self.client_id, sequential=True))
+        return self._rel(self.store.create(full, data, owner=owner, sequential=True))
 
     def owns_ephemeral(self, path: str) -> bool:
         return self.store.owner_of(self._abs(path)) == self.client_id

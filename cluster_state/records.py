@@ -376,7 +376,12 @@ class NimbusRegistration:
 
     @property
     def nimbus_id(self) -> str:
-        return f"{self.host}:{self.port}"
+        return nimbus_id(self.host, self.port)
+
+
+def nimbus_id(host: str, port: int) -> str:
+    """A Nimbus's name in the registrations, the leader latch and `storm-py list`: host:port."""
+    return f"{host}:{port}"
 
 
 RECORD_TYPES: tuple[type, ...] = (StormBase, Assignment, SupervisorInfo, WorkerHeartbeat, ErrorInfo,

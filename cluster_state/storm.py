@@ -140,6 +140,20 @@ class StormClusterState:
         except NodeTooLargeError as exc:
             raise exc.naming(what) from None
 
+    def _read_each(self, ids, path_of: Callable[[str], str], cls: type, what: str) -> dict[str, Any]:
+        """id -> record for each id whose node still exists; an undecodable one is logged and
+        skipped (one bad node must not hide the others)."""
+        result = {}
+        for node_id in ids:
+            try:
+                record = self._read(path_of(node_id), cls)
+            except DecodeError as exc:
+                log.warning("skipping %s %s: %s", what, node_id, exc)
+                continue
+            if record is not None:
+                result[node_id] = record
+        return result
+
     def _children(self, path: str, watch: bool = False) -> list[str]:
         try:
             return self._cs.get_children(path, watch)
@@ -250,24 +264,13 @@ class StormClusterState:
                     f"the registration of Nimbus {registration.nimbus_id}", ephemeral=True)
 
     def unregister_nimbus(self, nimbus_id: str) -> None:
-        try:
-            self._cs.delete_node(paths.nimbus_path(nimbus_id))
-        except NoNodeError:
-            pass
+        self._cs.delete_node(paths.nimbus_path(nimbus_id))  # a missing node is not an error
 
     def nimbus_registrations(self) -> dict[str, NimbusRegistration]:
         """host:port -> registration of every Nimbus registered now; an undecodable one (a
         Nimbus of another version) is logged and skipped."""
-        result: dict[str, NimbusRegistration] = {}
-        for child in self._children(paths.NIMBUSES_SUBTREE):
-            try:
-                reg = self._read(paths.nimbus_path(child), NimbusRegistration)
-            except DecodeError as exc:
-                log.warning("skipping the registration of Nimbus %s: %s", child, exc)
-                continue
-            if reg is not None:
-                result[child] = reg
-        return result
+        return self._read_each(self._children(paths.NIMBUSES_SUBTREE), paths.nimbus_path, NimbusRegistration,
+                               "the registration of Nimbus")
 
     # -- supervisors -------------------------------------------------------------------------
 
@@ -280,16 +283,7 @@ class StormClusterState:
 
     def all_supervisor_info(self, callback: Callback | None = None) -> dict[str, SupervisorInfo]:
         """Every live supervisor's info; an undecodable one is logged and skipped."""
-        result: dict[str, SupervisorInfo] = {}
-        for supervisor_id in self.supervisors(callback):
-            try:
-                info = self.supervisor_info(supervisor_id)
-            except DecodeError as exc:
-                log.warning("skipping supervisor %s: %s", supervisor_id, exc)
-                continue
-            if info is not None:
-                result[supervisor_id] = info
-        return result
+        return self._read_each(self.supervisors(callback), paths.supervisor_path, SupervisorInfo, "supervisor")
 
     def supervisor_heartbeat(self, supervisor_id: str, info: SupervisorInfo) -> None:
         """Ephemeral: the node lives as long as this client's session."""

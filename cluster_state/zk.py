@@ -341,16 +341,16 @@ class ZkClusterState:
         raise ClusterStateError(f"could not set data of {path}: it keeps being deleted and re-created")
 
     def create_sequential(self, path: str, data: bytes) -> str:
-        path = self._path(path)
-        data = self._checked(path, data)
-        return self._op("create", path,
-                        lambda: self._client.create_async(path, data, sequence=True, makepath=True))
+        return self._create_sequential(path, data, ephemeral=False)
 
     def create_ephemeral_sequential(self, path: str, data: bytes) -> str:
+        return self._create_sequential(path, data, ephemeral=True)
+
+    def _create_sequential(self, path: str, data: bytes, ephemeral: bool) -> str:
         path = self._path(path)
         data = self._checked(path, data)
         return self._op("create", path, lambda: self._client.create_async(
-            path, data, ephemeral=True, sequence=True, makepath=True))
+            path, data, ephemeral=ephemeral, sequence=True, makepath=True))
 
     def owns_ephemeral(self, path: str) -> bool:
         stat = self._stat(self._path(path), False)

@@ -26,7 +26,7 @@ from cluster_state import local_layout
 from cluster_state.errors import ClusterStateError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.protocol import ConnectionState
-from cluster_state.records import NimbusRegistration
+from cluster_state.records import NimbusRegistration, nimbus_id
 from cluster_state.storm import StormClusterState
 from daemons.nimbus import nimbuses
 from daemons.nimbus.code_store import CodeStore
@@ -119,7 +119,7 @@ class Nimbus(Service):
         self.on_stop(cluster.disconnect, "ZooKeeper connection")
         core = self.core = NimbusCore(conf, cluster, store)
         host, port = nimbus_bind_host(conf), int(conf["nimbus.thrift.port"])
-        self.me = nimbuses.nimbus_id(host, port)
+        self.me = nimbus_id(host, port)
         if not self._serve_rpc:
             self._latch = AlwaysLeader(self.me)  # LocalCluster: the only Nimbus, reached in process
         else:
@@ -131,7 +131,7 @@ class Nimbus(Service):
             self._register = lambda: cluster.register_nimbus(
                 NimbusRegistration(host, port, started, storm_py_version(), self._leading))
             self._register()
-            self.on_stop(lambda: cluster.unregister_nimbus(nimbuses.nimbus_id(host, port)), "Nimbus registration")
+            self.on_stop(lambda: cluster.unregister_nimbus(self.me), "Nimbus registration")
         freq = float(conf["nimbus.monitor.freq.secs"])
         self._monitor = PeriodicThread("nimbus-monitor", lambda: monitor_interval(freq, core.next_timer_in()),
                                        self._monitor_round)

@@ -14,10 +14,6 @@ LEADER = "Leader"
 NOT_A_LEADER = "Not a Leader"
 
 
-def nimbus_id(host: str, port: int) -> str:
-    return f"{host}:{port}"
-
-
 def nimbus_rows(regs: Mapping[str, NimbusRegistration], leader: str | None, now: float) -> list[dict[str, Any]]:
     """One row per registered Nimbus, by host:port: host, port, is_leader, status ("Leader" /
     "Not a Leader"), uptime_secs, version."""

@@ -120,6 +120,7 @@ class Supervisor(Service):
         self._reported_ignored: set = set()
         self._retries = DownloadRetries()
         self._zk_trouble = False
+        self._zk = None  # ZkSettings, read at start
         self._nimbus_seen: bool | None = None  # None: not looked yet; True: a Nimbus shares our root
         # Owned by the processes thread (and _on_start before it runs):
         self._slots: dict[int, SlotState] = {}
@@ -175,7 +176,7 @@ class Supervisor(Service):
                                            fatal=self.fatal)
         self.start_child(self._processes_thread)
         self.start_child(self._sync_thread)
-        zk = zk_settings(conf)
+        zk = self._zk = zk_settings(conf)
         log.info("supervisor %s running on %s with slots %s (local dir %s; ZooKeeper %s, root %s)",
                  self.supervisor_id, self.hostname, list(self.ports), local_layout.local_dir(conf),
                  zk.connect_string, zk.root)
@@ -285,7 +286,7 @@ class Supervisor(Service):
             registered = self.cluster.nimbus_registrations()
         except ClusterStateError:
             return  # ZooKeeper trouble is reported by the assignment reads
-        message = nimbus_presence_message(registered, zk_settings(self.conf), self._nimbus_seen)
+        message = nimbus_presence_message(registered, self._zk, self._nimbus_seen)
         if message is not None:
             level, text = message
             log.log(level, "%s", text)

@@ -102,15 +102,11 @@ def run_basic_batch(basic: BasicOutputCollector, user, batch) -> None:
         # without the column's (task, Tuple) generator (half the word count's tuples on two workers).
         src, stream, comp, fields = batch.source_task, batch.stream, batch.component, batch.fields
         anchors = batch.anchors
-        if anchors is None:
-            for v in batch.values:
-                _run_one(basic, collector, ob, user_execute, user, Tuple(v, src, stream, comp, fields, None), False)
-            return
         i = 0
         for v in batch.values:
-            a = anchors[i] or None
+            a = None if anchors is None else (anchors[i] or None)
             i += 1
-            _run_one(basic, collector, ob, user_execute, user, Tuple(v, src, stream, comp, fields, a), bool(a))
+            _run_one(basic, collector, ob, user_execute, user, Tuple(v, src, stream, comp, fields, a), a is not None)
         return
     for _task, tup in batch:
         _run_one(basic, collector, ob, user_execute, user, tup, bool(tup.anchors_to_ids))
