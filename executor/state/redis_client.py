@@ -69,15 +69,17 @@ def _cause(exc: BaseException) -> str:
     return text.rstrip(".") or type(exc).__name__
 
 
-def problem_of(exc: BaseException, settings: RedisSettings) -> str:
-    """One line saying what went wrong with the server, naming it."""
+def problem_of(exc: BaseException, settings: RedisSettings, who: str = "redis state provider",
+               password_from: str = "topology.state.provider.config") -> str:
+    """One line saying what went wrong with the server, naming it (`who` uses it; `password_from`
+    is where its password would be set)."""
     import redis.exceptions as rex
 
-    where = f"redis state provider at {settings.address}"
+    where = f"{who} at {settings.address}"
     cause = _cause(exc)
     if isinstance(exc, rex.AuthenticationError) or "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
         if settings.password is None:
-            return f"{where} requires a password (none is set in topology.state.provider.config): {cause}"
+            return f"{where} requires a password (none is set in {password_from}): {cause}"
         return f"{where} refused the password: {cause}"
     if isinstance(exc, rex.ResponseError) and "DB index" in str(exc):
         return f"{where} refused db {settings.db}: {cause}"

@@ -1,0 +1,161 @@
+"""What a Redis stream spout task has in flight, and the decisions about it (pure: no Redis).
+
+An entry is in flight from the moment the spout holds it (read, claimed or waiting to be emitted
+again) until its tuple tree is acked, or it is given up on (dead-lettered, or deleted from the
+stream). The in-flight count bounds how much the spout reads: nothing is read that the spout
+could not emit under `max_in_flight` and `topology.max.spout.pending`, so what the group hands
+out (its pending entries list in Redis) stays bounded however far behind the topology is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from executor.errors import InvalidTopologyError
+
+# A stream entry id: milliseconds-sequence ("1700000000000-0"), or milliseconds alone.
+_ENTRY_ID = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
+SPECIAL_STARTS = ("$", "0")
+
+Key = tuple  # (stream, entry id)
+
+
+def check_streams(stream) -> tuple[str, ...]:
+    """The stream names a spout reads: one name, or a non-empty list of distinct names."""
+    names = [stream] if isinstance(stream, str) else list(stream) if isinstance(stream, (list, tuple)) else None
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise InvalidTopologyError(
+            f"RedisStreamSpout: stream must be a non-empty string or a list of them, got {stream!r}")
+    if len(set(names)) != len(names):
+        raise InvalidTopologyError(f"RedisStreamSpout: stream names a stream twice: {names!r}")
+    return tuple(names)
+
+
+def check_start(start) -> str:
+    """Where a group created by the spout starts: '$' (new entries only), '0' (the whole stream)
+    or an entry id (the entries after it)."""
+    text = str(start) if isinstance(start, int) and not isinstance(start, bool) else start
+    if not isinstance(text, str) or not (text in SPECIAL_STARTS or _ENTRY_ID.match(text)):
+        raise InvalidTopologyError(
+            f"RedisStreamSpout: start must be '$' (new entries only), '0' (the whole stream) or an "
+            f"entry id such as '1700000000000-0', got {start!r}")
+    return text
+
+
+def check_positive(name: str, value, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidTopologyError(f"RedisStreamSpout: {name} must be a positive integer, got {value!r}")
+    return value
+
+
+def id_order(entry_id: str) -> tuple[int, int]:
+    """An entry id as a sortable pair (Redis orders ids by milliseconds, then sequence)."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def later_id(a: str | None, b: str) -> str:
+    return b if a is None or id_order(b) > id_order(a) else a
+
+
+class UnmappableEntry(ValueError):
+    """An entry whose fields are not text: it goes to the dead-letter stream."""
+
+
+def map_fields(raw) -> dict[str, str]:
+    """An entry's fields as str -> str (UTF-8), or UnmappableEntry saying which field is not."""
+    if not raw:
+        raise UnmappableEntry("it has no fields")
+    out: dict[str, str] = {}
+    for k, v in raw.items():
+        try:
+            name = k.decode("utf-8") if isinstance(k, bytes) else str(k)
+        except UnicodeDecodeError:
+            raise UnmappableEntry(f"field name {k!r} is not UTF-8") from None
+        try:
+            out[name] = v.decode("utf-8") if isinstance(v, bytes) else str(v)
+        except UnicodeDecodeError:
+            raise UnmappableEntry(f"the value of field {name!r} is not UTF-8") from None
+    return out
+
+
+def claim_idle_ms(message_timeout_secs: float) -> int:
+    """How long an entry must sit unacked in the group before any task takes it over (XAUTOCLAIM):
+    twice the message timeout, so an entry a live task still tracks (it would have timed out and
+    been claimed back by its own replay first) is not taken from it."""
+    return max(1000, int(2 * float(message_timeout_secs) * 1000))
+
+
+def retry_delay(failures: int, first: float = 0.5, cap: float = 5.0) -> float:
+    """Seconds before reconnecting after `failures` consecutive failures (doubling, capped)."""
+    return min(cap, first * (2 ** max(0, failures - 1)))
+
+
+@dataclass
+class StreamLedger:
+    """One task's entries: in flight, to emit again, and acked but not yet XACKed."""
+
+    limit: int                       # min(max_in_flight, topology.max.spout.pending)
+    max_deliveries: int | None = None
+    in_flight: set = field(default_factory=set)
+    replays: deque = field(default_factory=deque)
+    fails: dict = field(default_factory=dict)
+    to_ack: dict = field(default_factory=dict)   # stream -> [entry id]
+    last_read: dict = field(default_factory=dict)  # stream -> the newest id this task was given
+
+    def budget(self) -> int:
+        """How many more entries may be read now."""
+        return max(0, self.limit - len(self.in_flight))
+
+    def take(self, stream: str, entry_id: str) -> bool:
+        """An entry handed to this task; False when it is already in flight here (claimed back)."""
+        self.last_read[stream] = later_id(self.last_read.get(stream), entry_id)
+        key = (stream, entry_id)
+        if key in self.in_flight:
+            return False
+        self.in_flight.add(key)
+        return True
+
+    def acked(self, key: Key) -> None:
+        if key in self.in_flight:
+            self.in_flight.discard(key)
+            self.fails.pop(key, None)
+            self.to_ack.setdefault(key[0], []).append(key[1])
+
+    def failed(self, key: Key) -> bool:
+        """A failed or timed-out entry: True to replay it, False to give up on it (it failed
+        max_deliveries times: the caller dead-letters it)."""
+        if key not in self.in_flight:
+            return False
+        n = self.fails.get(key, 0) + 1
+        self.fails[key] = n
+        if self.max_deliveries is not None and n >= self.max_deliveries:
+            return False
+        self.replays.append(key)
+        return True
+
+    def forget(self, key: Key) -> None:
+        """An entry given up on (dead-lettered, or gone from the stream)."""
+        self.in_flight.discard(key)
+        self.fails.pop(key, None)
+
+    def take_replays(self, n: int) -> dict[str, list[str]]:
+        """Up to n entries to emit again, by stream."""
+        out: dict[str, list[str]] = {}
+        while self.replays and n > 0:
+            stream, entry_id = self.replays.popleft()
+            if (stream, entry_id) in self.in_flight:
+                out.setdefault(stream, []).append(entry_id)
+                n -= 1
+        return out
+
+    def take_acks(self) -> dict[str, list[str]]:
+        acks, self.to_ack = self.to_ack, {}
+        return acks
+
+    def acks_waiting(self) -> int:
+        return sum(len(ids) for ids in self.to_ack.values())

@@ -1,0 +1,98 @@
+"""The Redis stream spout's bookkeeping and decisions (executor/spouts/stream_ledger.py), no Redis."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.errors import InvalidTopologyError
+from executor.spouts.stream_ledger import (
+    StreamLedger,
+    UnmappableEntry,
+    check_start,
+    check_streams,
+    claim_idle_ms,
+    id_order,
+    later_id,
+    map_fields,
+    retry_delay,
+)
+
+pytestmark = pytest.mark.timeout(10)
+
+
+def test_budget_counts_everything_in_flight_until_acked_or_given_up():
+    ledger = StreamLedger(limit=3)
+    assert ledger.budget() == 3
+    assert ledger.take("s", "1-0") and ledger.take("s", "1-1") and ledger.take("s", "2-0")
+    assert ledger.budget() == 0
+    assert ledger.failed(("s", "1-0"))            # to be replayed: still in flight
+    assert ledger.budget() == 0
+    ledger.acked(("s", "1-1"))
+    ledger.forget(("s", "2-0"))
+    assert ledger.budget() == 2
+    assert ledger.take_acks() == {"s": ["1-1"]} and ledger.take_acks() == {}
+
+
+def test_an_entry_taken_twice_is_emitted_once():
+    ledger = StreamLedger(limit=10)
+    assert ledger.take("s", "5-0")
+    assert not ledger.take("s", "5-0")  # claimed back while already in flight here
+    assert ledger.last_read == {"s": "5-0"}
+    ledger.take("s", "3-0")
+    assert ledger.last_read == {"s": "5-0"}  # the newest, not the last
+
+
+def test_replays_skip_what_was_acked_meanwhile_and_stop_at_n():
+    ledger = StreamLedger(limit=10)
+    for i in range(4):
+        ledger.take("s", f"{i}-0")
+        ledger.failed(("s", f"{i}-0"))
+    ledger.acked(("s", "1-0"))
+    assert ledger.take_replays(2) == {"s": ["0-0", "2-0"]}
+    assert ledger.take_replays(5) == {"s": ["3-0"]}
+
+
+def test_max_deliveries_gives_up_after_that_many_failures():
+    ledger = StreamLedger(limit=10, max_deliveries=2)
+    ledger.take("s", "1-0")
+    assert ledger.failed(("s", "1-0"))
+    assert not ledger.failed(("s", "1-0"))
+    assert not ledger.failed(("s", "9-9"))  # unknown: nothing to replay
+
+
+def test_acks_of_unknown_entries_are_ignored():
+    ledger = StreamLedger(limit=10)
+    ledger.acked(("s", "1-0"))
+    assert ledger.acks_waiting() == 0
+
+
+def test_ids_order_as_redis_orders_them():
+    assert id_order("10-2") > id_order("9-99") and id_order("5") == (5, 0)
+    assert later_id(None, "1-0") == "1-0" and later_id("2-0", "1-5") == "2-0"
+
+
+def test_fields_map_to_text_or_say_which_field_is_not():
+    assert map_fields({b"a": b"1", b"b": b"x"}) == {"a": "1", "b": "x"}
+    with pytest.raises(UnmappableEntry, match="the value of field 'a' is not UTF-8"):
+        map_fields({b"a": b"\xff"})
+    with pytest.raises(UnmappableEntry, match="field name"):
+        map_fields({b"\xff": b"1"})
+    with pytest.raises(UnmappableEntry, match="no fields"):
+        map_fields({})
+
+
+def test_validation_of_streams_and_start():
+    assert check_streams("s") == ("s",) and check_streams(["a", "b"]) == ("a", "b")
+    for bad in ("", [], ["a", ""], 3, None):
+        with pytest.raises(InvalidTopologyError):
+            check_streams(bad)
+    assert check_start("$") == "$" and check_start("0") == "0" and check_start("17-3") == "17-3"
+    assert check_start(0) == "0"
+    for bad in ("latest", "1-", "-1", None, 1.5):
+        with pytest.raises(InvalidTopologyError):
+            check_start(bad)
+
+
+def test_claim_idle_is_twice_the_message_timeout_and_retries_back_off():
+    assert claim_idle_ms(30) == 60_000 and claim_idle_ms(0.1) == 1000
+    assert [retry_delay(n) for n in (1, 2, 3, 4, 5, 50)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
