@@ -1,0 +1,88 @@
+"""Exactly-once results end to end from a real source: N numbered events in a Redis stream,
+read by RedisStreamSpout on `storm-py dev-cluster --redis` (2 workers) and stored by the Spark
+sink, summed exactly although every worker is SIGKILLed while events flow. The tuples in flight
+at each kill are emitted again (at least once: the table's raw rows may hold them twice); the
+dedupe view on the entry id holds each event once, so its sum is exactly N(N+1)/2.
+
+This is the example a user runs (examples/redis_events/: feed.py, topology.py, check_sum.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import psutil
+import pytest
+from devcluster_helpers import ROOT, running_dev_cluster, storm_py, submit
+from testutil import wait_until
+
+from daemons.devcluster import worker_processes
+
+pytestmark = [pytest.mark.timeout(480), pytest.mark.zk, pytest.mark.cluster, pytest.mark.spark,
+              pytest.mark.redis, pytest.mark.slow]
+
+EXAMPLE = ROOT / "examples" / "redis_events"
+FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
+        "-c", "supervisor.heartbeat.frequency.secs=1"]
+N = 20_000
+DEADLINE = 240
+
+
+def _run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    return out
+
+
+def _group(client) -> dict:
+    """The example's consumer group: entries handed out ('entries-read') and still unacked."""
+    groups = [g for g in client.xinfo_groups("events") if g["name"] == b"summer"]
+    return groups[0] if groups else {"entries-read": 0, "pending": 0, "last-delivered-id": b"0-0"}
+
+
+def _acked(client) -> int:
+    g = _group(client)
+    return (g.get("entries-read") or 0) - g["pending"]
+
+
+def _worker_pids(cluster) -> list[int]:
+    return [pid for conf in cluster.supervisor_confs() for pid in worker_processes(conf)]
+
+
+def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path):
+    if shutil.which("java") is None or shutil.which("redis-server") is None:
+        pytest.skip("needs Java, the Debian zookeeper package and redis-server")
+    import redis as redis_py
+
+    table = tmp_path / "table"
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", "--slots", "2", "--redis", *FAST) as c:
+        port = c.conf()["topology.state.provider.config"]["port"]
+        client = redis_py.Redis(host="127.0.0.1", port=port, socket_timeout=10, socket_connect_timeout=5)
+        try:
+            fed = _run(str(EXAMPLE / "feed.py"), "--port", str(port), "--events", str(N))
+            assert fed.returncode == 0 and f"their sum is {N * (N + 1) // 2}" in fed.stdout, fed
+            submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}",
+                   f"events.table={table}", "topology.message.timeout.secs=20",
+                   "topology.max.spout.pending=500")
+            # Kill every worker in turn, each time once events are being acked (stored).
+            for round_ in range(2):
+                floor = _acked(client)
+                wait_until(lambda f=floor: _acked(client) >= f + 1000, DEADLINE,
+                           lambda r=round_: f"progress before kill {r + 1} ({_group(client)})", interval=0.5)
+                pids = wait_until(lambda: _worker_pids(c) if len(_worker_pids(c)) == 2 else None, DEADLINE,
+                                  "two workers running", interval=0.5)
+                psutil.Process(pids[round_ % len(pids)]).kill()
+            wait_until(lambda: _acked(client) >= N, DEADLINE,
+                       lambda: f"every event stored and acked ({_group(client)})", interval=0.5)
+            last = client.xrevrange("events", count=1)[0][0]
+            assert _group(client)["last-delivered-id"] == last and _group(client)["pending"] == 0
+            storm_py("kill", "events", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+        finally:
+            client.close()
+    out = _run(str(EXAMPLE / "check_sum.py"), str(table), "--events", str(N), timeout=300)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["exact"] and out.returncode == 0, result
+    assert result["sum"] == N * (N + 1) // 2 and result["events"] == N and result["rows"] >= N, result
