@@ -10,7 +10,6 @@ out (its pending entries list in Redis) stays bounded however far behind the top
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass, field
 
 from executor.errors import InvalidTopologyError
@@ -97,65 +96,43 @@ def retry_delay(failures: int, first: float = 0.5, cap: float = 5.0) -> float:
 
 @dataclass
 class StreamLedger:
-    """One task's entries: in flight, to emit again, and acked but not yet XACKed."""
+    """One task's entries in flight (owned by the executor thread)."""
 
     limit: int                       # min(max_in_flight, topology.max.spout.pending)
     max_deliveries: int | None = None
     in_flight: set = field(default_factory=set)
-    replays: deque = field(default_factory=deque)
     fails: dict = field(default_factory=dict)
-    to_ack: dict = field(default_factory=dict)   # stream -> [entry id]
-    last_read: dict = field(default_factory=dict)  # stream -> the newest id this task was given
 
-    def budget(self) -> int:
-        """How many more entries may be read now."""
-        return max(0, self.limit - len(self.in_flight))
+    def budget(self, held: int = 0) -> int:
+        """How many more entries may be read now, `held` already read and not yet taken."""
+        return max(0, self.limit - len(self.in_flight) - held)
 
-    def take(self, stream: str, entry_id: str) -> bool:
+    def take(self, key: Key) -> bool:
         """An entry handed to this task; False when it is already in flight here (claimed back)."""
-        self.last_read[stream] = later_id(self.last_read.get(stream), entry_id)
-        key = (stream, entry_id)
         if key in self.in_flight:
             return False
         self.in_flight.add(key)
         return True
 
-    def acked(self, key: Key) -> None:
+    def acked(self, key: Key) -> bool:
+        """True when the entry was in flight here (it is to be XACKed)."""
         if key in self.in_flight:
             self.in_flight.discard(key)
-            self.fails.pop(key, None)
-            self.to_ack.setdefault(key[0], []).append(key[1])
+            if self.fails:
+                self.fails.pop(key, None)
+            return True
+        return False
 
-    def failed(self, key: Key) -> bool:
+    def failed(self, key: Key) -> bool | None:
         """A failed or timed-out entry: True to replay it, False to give up on it (it failed
-        max_deliveries times: the caller dead-letters it)."""
+        max_deliveries times: the caller dead-letters it), None when it is not in flight here."""
         if key not in self.in_flight:
-            return False
+            return None
         n = self.fails.get(key, 0) + 1
         self.fails[key] = n
-        if self.max_deliveries is not None and n >= self.max_deliveries:
-            return False
-        self.replays.append(key)
-        return True
+        return self.max_deliveries is None or n < self.max_deliveries
 
     def forget(self, key: Key) -> None:
         """An entry given up on (dead-lettered, or gone from the stream)."""
         self.in_flight.discard(key)
         self.fails.pop(key, None)
-
-    def take_replays(self, n: int) -> dict[str, list[str]]:
-        """Up to n entries to emit again, by stream."""
-        out: dict[str, list[str]] = {}
-        while self.replays and n > 0:
-            stream, entry_id = self.replays.popleft()
-            if (stream, entry_id) in self.in_flight:
-                out.setdefault(stream, []).append(entry_id)
-                n -= 1
-        return out
-
-    def take_acks(self) -> dict[str, list[str]]:
-        acks, self.to_ack = self.to_ack, {}
-        return acks
-
-    def acks_waiting(self) -> int:
-        return sum(len(ids) for ids in self.to_ack.values())

@@ -22,48 +22,37 @@ pytestmark = pytest.mark.timeout(10)
 
 def test_budget_counts_everything_in_flight_until_acked_or_given_up():
     ledger = StreamLedger(limit=3)
-    assert ledger.budget() == 3
-    assert ledger.take("s", "1-0") and ledger.take("s", "1-1") and ledger.take("s", "2-0")
+    assert ledger.budget() == 3 and ledger.budget(held=1) == 2
+    assert ledger.take(("s", "1-0")) and ledger.take(("s", "1-1")) and ledger.take(("s", "2-0"))
     assert ledger.budget() == 0
     assert ledger.failed(("s", "1-0"))            # to be replayed: still in flight
     assert ledger.budget() == 0
-    ledger.acked(("s", "1-1"))
+    assert ledger.acked(("s", "1-1"))
     ledger.forget(("s", "2-0"))
     assert ledger.budget() == 2
-    assert ledger.take_acks() == {"s": ["1-1"]} and ledger.take_acks() == {}
 
 
 def test_an_entry_taken_twice_is_emitted_once():
     ledger = StreamLedger(limit=10)
-    assert ledger.take("s", "5-0")
-    assert not ledger.take("s", "5-0")  # claimed back while already in flight here
-    assert ledger.last_read == {"s": "5-0"}
-    ledger.take("s", "3-0")
-    assert ledger.last_read == {"s": "5-0"}  # the newest, not the last
-
-
-def test_replays_skip_what_was_acked_meanwhile_and_stop_at_n():
-    ledger = StreamLedger(limit=10)
-    for i in range(4):
-        ledger.take("s", f"{i}-0")
-        ledger.failed(("s", f"{i}-0"))
-    ledger.acked(("s", "1-0"))
-    assert ledger.take_replays(2) == {"s": ["0-0", "2-0"]}
-    assert ledger.take_replays(5) == {"s": ["3-0"]}
+    assert ledger.take(("s", "5-0"))
+    assert not ledger.take(("s", "5-0"))  # claimed back while already in flight here
 
 
 def test_max_deliveries_gives_up_after_that_many_failures():
     ledger = StreamLedger(limit=10, max_deliveries=2)
-    ledger.take("s", "1-0")
-    assert ledger.failed(("s", "1-0"))
-    assert not ledger.failed(("s", "1-0"))
-    assert not ledger.failed(("s", "9-9"))  # unknown: nothing to replay
+    ledger.take(("s", "1-0"))
+    assert ledger.failed(("s", "1-0")) is True
+    assert ledger.failed(("s", "1-0")) is False
+    assert ledger.failed(("s", "9-9")) is None  # unknown: nothing to replay
+    assert StreamLedger(limit=1).take(("s", "1-0"))
 
 
 def test_acks_of_unknown_entries_are_ignored():
     ledger = StreamLedger(limit=10)
-    ledger.acked(("s", "1-0"))
-    assert ledger.acks_waiting() == 0
+    assert not ledger.acked(("s", "1-0"))
+    ledger.take(("s", "1-0"))
+    ledger.failed(("s", "1-0"))
+    assert ledger.acked(("s", "1-0")) and ledger.fails == {}
 
 
 def test_ids_order_as_redis_orders_them():
