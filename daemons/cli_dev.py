@@ -145,7 +145,8 @@ def dev_zookeeper(conf, port, data_dir):
               help="Seconds to wait for every process to be ready.")
 @click.option("--redis", is_flag=True,
               help="Also run a Redis server (Debian's redis-server) as every topology's state provider "
-                   "(topology.state.provider: redis), unless -c or storm.yaml names another.")
+                   "(topology.state.provider: redis), unless -c or storm.yaml names another; its "
+                   "address is printed, for RedisStreamSpout topologies too.")
 @common_options
 def dev_cluster(conf, supervisors, slots, base_dir, ready_timeout, redis):
     """Run ZooKeeper, Nimbus and N supervisors on 127.0.0.1 in the foreground, for development.

@@ -613,7 +613,8 @@ class DevCluster(Service):
         ]
         if self.redis is not None:
             lines.append(f"  redis         {self.redis.host}:{self.redis.port}  (pid {self.redis.pid}, log "
-                         f"{self.redis.log_path}; the topologies' state provider)")
+                         f"{self.redis.log_path}; the topologies' state provider, and a server for "
+                         f"RedisStreamSpout: -c events.redis.port={self.redis.port} for examples/redis_events)")
         for child in self.supervisors:
             ports = ",".join(str(p) for p in child.extra["ports"])
             lines.append(f"  {child.name:<13} slots {ports}  (pid {child.pid}, local dir "
