@@ -12,6 +12,7 @@ from executor.errors import (
 )
 from executor.multilang.bolt import ShellBolt
 from executor.multilang.spout import ShellSpout
+from executor.spouts.directory import DirectorySpout
 from executor.spouts.redis_stream import RedisStreamSpout
 from executor.state import KeyValueState
 from executor.topology import BoltDeclarer, SpoutDeclarer, StormTopology, TopologyBuilder
@@ -25,5 +26,5 @@ __all__ = [
     "AlreadyAliveError", "NotAliveError", "EmitError", "Tuple", "TopologyContext", "OutputFieldsDeclarer",
     "StormTopology", "SpoutDeclarer", "BoltDeclarer", "ShellBolt", "ShellSpout",
     "BaseStatefulBolt", "BaseStatefulSpout", "KeyValueState", "BaseWindowedBolt", "TupleWindow", "Count",
-    "Duration", "BaseStatefulWindowedBolt", "RedisStreamSpout",
+    "Duration", "BaseStatefulWindowedBolt", "RedisStreamSpout", "DirectorySpout",
 ]

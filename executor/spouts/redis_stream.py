@@ -108,14 +108,15 @@ class RedisStreamSpout(Spout):
         self._fetcher = StreamFetcher(settings, redis, lambda: limit - len(in_flight))
         self._ready = self._fetcher.ready
         self._acks = self._fetcher.acks
+        self._problems = self._fetcher.problems
         self._multi = len(self.streams) > 1
         self._low = settings.min_read
         self._fetcher.start()
 
     def next_tuple(self) -> None:
-        fetcher = self._fetcher
-        if fetcher.problems:
+        if self._problems:
             self._report_problems()
+        fetcher = self._fetcher
         ready = self._ready
         while ready:  # one tuple a call, as Storm asks (the executor calls again up to its burst)
             item = ready.popleft()

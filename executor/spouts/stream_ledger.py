@@ -69,6 +69,10 @@ def map_fields(raw) -> dict[str, str]:
     """An entry's fields as str -> str (UTF-8), or UnmappableEntry saying which field is not."""
     if not raw:
         raise UnmappableEntry("it has no fields")
+    try:  # the common case, once per tuple: Redis gives bytes
+        return {k.decode(): v.decode() for k, v in raw.items()}
+    except (UnicodeDecodeError, AttributeError):
+        pass
     out: dict[str, str] = {}
     for k, v in raw.items():
         try:
