@@ -86,3 +86,44 @@ def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["exact"] and out.returncode == 0, result
     assert result["sum"] == N * (N + 1) // 2 and result["events"] == N and result["rows"] >= N, result
+
+
+def test_list_says_why_a_redis_stream_topology_reads_nothing(tmp_path):
+    """Redis not reachable where the topology says: one error naming host:port reaches
+    `storm-py list`, the workers keep running (no crash loop), and events flow once it is up."""
+    if shutil.which("java") is None or shutil.which("redis-server") is None:
+        pytest.skip("needs Java, the Debian zookeeper package and redis-server")
+    import socket
+
+    from redis_fixture import RedisServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    table = tmp_path / "table"
+    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", "--slots", "2", *FAST) as c:
+        submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}", f"events.table={table}",
+               "topology.workers=1")
+        where = f"127.0.0.1:{port}"
+
+        def listed() -> str:
+            return storm_py("list", conf_dir=c.conf_dir).stdout
+
+        out = wait_until(lambda: (lambda o: o if where in o and "unreachable" in o else None)(listed()), DEADLINE,
+                         lambda: f"list naming {where}: {listed()}", interval=1)
+        assert "Traceback" not in out, out
+        pids = _worker_pids(c)
+        server = RedisServer(tmp_path / "redis", port=port).start()
+        try:
+            fed = _run(str(EXAMPLE / "feed.py"), "--port", str(port), "--events", "100")
+            assert fed.returncode == 0, fed
+            client = server.client()
+            try:
+                wait_until(lambda: _acked(client) >= 100, DEADLINE, lambda: f"events stored ({_group(client)})",
+                           interval=0.5)
+            finally:
+                client.close()
+            assert _worker_pids(c) == pids  # the same workers: the outage cost no restart
+        finally:
+            storm_py("kill", "events", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+            server.stop()
