@@ -11,7 +11,7 @@ import time
 from collections import deque
 
 from executor.components import Spout
-from executor.errors import InvalidTopologyError
+from executor.errors import ClearError, InvalidTopologyError
 from executor.spouts.directory_ledger import (
     MARKER_SUFFIX,
     ErrorLatch,
@@ -38,7 +38,7 @@ _UNCOMMITTED_PER_IN_FLIGHT = 10  # read-ahead past an unacked line, as storm-kaf
 _SKIP_CHUNK = 1 << 16    # bytes read at a time while skipping an over-long line
 
 
-class DirectorySpoutError(Exception):
+class DirectorySpoutError(ClearError):
     """What DirectorySpout reports through collector.report_error (it never raises at run time)."""
 
 
