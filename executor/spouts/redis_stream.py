@@ -119,26 +119,26 @@ class RedisStreamSpout(Spout):
         fetcher = self._fetcher
         ready = self._ready
         while ready:  # one tuple a call, as Storm asks (the executor calls again up to its burst)
-            item = ready.popleft()
+            kind, stream, entry_id, raw = ready.popleft()
             if len(ready) == self._low:
                 fetcher.wake()  # read ahead before it runs out
-            key = (item.stream, item.entry_id)
-            if item.kind == GONE:
+            key = (stream, entry_id)
+            if kind == GONE:
                 self._ledger.forget(key)
                 continue
-            if item.kind == REPLAY:
+            if kind == REPLAY:
                 if key not in self._ledger.in_flight:
                     continue
             elif not self._ledger.take(key):
                 continue  # claimed back while already in flight here
             try:
-                fields = map_fields(item.raw)
+                fields = map_fields(raw)
             except UnmappableEntry as exc:
                 self._ledger.forget(key)
-                fetcher.dead.append((key, item.raw, f"its fields cannot be mapped to text: {exc}"))
+                fetcher.dead.append((key, raw, f"its fields cannot be mapped to text: {exc}"))
                 fetcher.wake()
                 continue
-            self._collector.emit([item.entry_id, fields], msg_id=key if self._multi else item.entry_id)
+            self._collector.emit([entry_id, fields], msg_id=key if self._multi else entry_id)
             return
 
     def ack(self, msg_id) -> None:

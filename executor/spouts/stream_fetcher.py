@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from executor.spouts.stream_ledger import later_id, retry_delay
 from executor.state.redis_client import RedisSettings, connect, problem_of
@@ -31,8 +31,10 @@ EMPTY_READ_WAIT_SECS = 0.005  # after a read that found nothing new
 NEW, REPLAY, GONE = 0, 1, 2  # what a Fetched item is
 
 
-@dataclass(frozen=True)
-class Fetched:
+class Fetched(NamedTuple):
+    """One entry for the spout (a named tuple: made once per entry, under the GIL the executor
+    thread needs, so it must be cheap)."""
+
     kind: int          # NEW (read, recovered or claimed from a dead consumer), REPLAY, GONE
     stream: str
     entry_id: str
@@ -227,10 +229,10 @@ class StreamFetcher:
     # ---- reading ----
     def _offer(self, kind: int, stream: str, entries) -> int:
         n = 0
+        append = self.ready.append
         for entry_id, raw in entries:
-            entry_id = _text(entry_id)
             if raw:
-                self.ready.append(Fetched(kind, stream, entry_id, raw))
+                append(Fetched(kind, stream, entry_id.decode() if type(entry_id) is bytes else str(entry_id), raw))
                 n += 1
         return n
 
