@@ -16,7 +16,7 @@ builtin/cycling/redis `--repeat` times and the summary gives the ratios of the m
 >= 0.8, is redis over builtin).
 One JSON line per run, then a summary line; redis-server's CPU seconds per second are reported.
 
-usage: python3 bench/sources.py [--seconds 10] [--warmup 5] [--repeat 2] [--entries 400000]
+usage: python3 bench/sources.py [--seconds 10] [--warmup 5] [--repeat 2] [--entries N]
 """
 
 from __future__ import annotations
@@ -166,9 +166,12 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--only", choices=KINDS, help="run one source only (for profiling)")
-    ap.add_argument("--entries", type=int, default=400_000,
-                    help="entries pre-filled (each redis run reads from the start as a new group)")
+    ap.add_argument("--entries", type=int, default=None,
+                    help="entries pre-filled (each redis run reads from the start as a new group); default "
+                         "50,000 per second of warm-up and window, so that no run reaches the end")
     args = ap.parse_args()
+    if args.entries is None:
+        args.entries = int((args.warmup + args.seconds) * 50_000)
     import logging
 
     logging.basicConfig(level=logging.WARNING)
