@@ -167,6 +167,8 @@ class Supervisor(Service):
         self.on_stop(self.code.close, "Nimbus client")
         # Registered before anything else happens (supervisor.clj calls heartbeat-fn first).
         self._heartbeat()
+        # Before the threads start: the sync thread names ZooKeeper in its "no Nimbus" warning.
+        zk = self._zk = zk_settings(conf)
         hb_secs = float(conf["supervisor.heartbeat.frequency.secs"])
         self._heartbeat_thread = self.start_child(
             PeriodicThread("supervisor-heartbeat", hb_secs, self._heartbeat, run_at_start=False))
@@ -176,7 +178,6 @@ class Supervisor(Service):
                                            fatal=self.fatal)
         self.start_child(self._processes_thread)
         self.start_child(self._sync_thread)
-        zk = self._zk = zk_settings(conf)
         log.info("supervisor %s running on %s with slots %s (local dir %s; ZooKeeper %s, root %s)",
                  self.supervisor_id, self.hostname, list(self.ports), local_layout.local_dir(conf),
                  zk.connect_string, zk.root)
