@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
-import string
 import sys
 import tempfile
 import threading
@@ -36,6 +34,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from core_path import sentences  # noqa: E402  (the peers' workload, as bench/core_path.py makes it)
 
 from cluster_state.redisserver import RedisServer  # noqa: E402
 from daemons.local import LocalCluster  # noqa: E402
@@ -48,20 +48,7 @@ N_SENTENCES = 10_000
 KINDS = ("builtin", "cycling", "redis")
 
 
-def make_sentences(n: int = N_SENTENCES) -> list[str]:
-    """The peers' workload: a 1,000-word vocabulary, 8-12 words a sentence (bench/scaling.py's)."""
-    rng = random.Random(1234)
-    seen, vocab = set(), []
-    while len(vocab) < 1000:
-        w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 9)))
-        if w not in seen:
-            seen.add(w)
-            vocab.append(w)
-    rng = random.Random(42)
-    return [" ".join(rng.choices(vocab, k=rng.randint(8, 12))) for _ in range(n)]
-
-
-SENTENCES = make_sentences()
+SENTENCES = sentences(N_SENTENCES)
 MEAN_WORDS = sum(len(s.split()) for s in SENTENCES) / len(SENTENCES)
 
 
