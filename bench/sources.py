@@ -138,13 +138,29 @@ def run_one(kind: str, run: int, server: RedisServer, seconds: float, warmup: fl
                 raise SystemExit(f"{kind}: no words counted within 60s")
             time.sleep(0.1)
         time.sleep(warmup)
-        w0, t0, c0 = words.n, time.monotonic(), sum(redis_proc.cpu_times()[:2])
+        w0, t0, c0, th0 = words.n, time.monotonic(), sum(redis_proc.cpu_times()[:2]), thread_cpu()
         time.sleep(seconds)
-        w1, t1, c1 = words.n, time.monotonic(), sum(redis_proc.cpu_times()[:2])
+        w1, t1, c1, th1 = words.n, time.monotonic(), sum(redis_proc.cpu_times()[:2]), thread_cpu()
         cluster.kill_topology(f"src-{kind}-{run}")
     sentences = (w1 - w0) / (t1 - t0) / MEAN_WORDS
     return {"source": kind, "run": run, "sentences_per_sec": round(sentences), "seconds": round(t1 - t0, 2),
-            "redis_cpu_per_sec": round((c1 - c0) / (t1 - t0), 3)}
+            "redis_cpu_per_sec": round((c1 - c0) / (t1 - t0), 3),
+            **{f"{role}_cpu_per_sec": round((th1.get(role, 0.0) - th0.get(role, 0.0)) / (t1 - t0), 3)
+               for role in sorted(th1)}}
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's executor threads and the spout's Redis thread (is the
+    executor thread busy all the time, or waiting for entries?)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    for t in psutil.Process().threads():
+        name = names.get(t.id, "")
+        role = ("executor" if name.startswith("executor-shared") else
+                "redis_thread" if name.startswith("redis-stream") else None)
+        if role:
+            out[role] = out.get(role, 0.0) + t.user_time + t.system_time
+    return out
 
 
 def main() -> int:
@@ -157,6 +173,12 @@ def main() -> int:
                     help="entries pre-filled (each redis run reads from the start as a new group); default "
                          "50,000 per second of warm-up and window, so that no run reaches the end")
     args = ap.parse_args()
+    # The topologies' workers run in this process, as `storm-py local` runs them: with a worker
+    # process's collector thresholds too (executor/gc_policy.py).
+    from cluster_state.config import default_config
+    from executor.gc_policy import apply_gc_thresholds
+
+    apply_gc_thresholds(default_config())
     if args.entries is None:
         args.entries = int((args.warmup + args.seconds) * 50_000)
     import logging

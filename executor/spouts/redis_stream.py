@@ -21,7 +21,7 @@ import logging
 
 from executor.components import Spout
 from executor.errors import ClearError, InvalidTopologyError
-from executor.spouts.stream_fetcher import GONE, REPLAY, FetchSettings, StreamFetcher
+from executor.spouts.stream_fetcher import GONE, NEW, FetchSettings, StreamFetcher
 from executor.spouts.stream_ledger import (
     StreamLedger,
     UnmappableEntry,
@@ -35,7 +35,6 @@ from executor.state.redis_client import RedisSettings
 
 log = logging.getLogger(__name__)
 
-ACK_WAKE = 256  # acks waiting that make the Redis thread send them at once
 WHO = "RedisStreamSpout"
 
 
@@ -105,38 +104,49 @@ class RedisStreamSpout(Spout):
             dead_letter=lambda stream: self.dead_letter_stream or f"{stream}:dead-letter",
             password_from=f"{WHO}(password=...)")
         redis = RedisSettings(self.host, self.port, self.db, self.password, "", self.timeout)
-        self._fetcher = StreamFetcher(settings, redis, lambda: limit - len(in_flight))
-        self._ready = self._fetcher.ready
-        self._acks = self._fetcher.acks
-        self._problems = self._fetcher.problems
+        self._taken = 0  # entries taken from the fetcher's batches (counted here only)
+        self._budget = lambda: limit - len(in_flight) - (fetcher.offered - self._taken)
+        self._fetcher = fetcher = StreamFetcher(settings, redis, self._budget)
+        self._wake_at = settings.min_read  # the budget at which a read is worth it
+        self._ready = fetcher.ready
+        self._acks = fetcher.acks
+        self._problems = fetcher.problems
         self._multi = len(self.streams) > 1
-        self._low = settings.min_read
-        self._fetcher.start()
+        self._batch = iter(())      # the entries of the batch being emitted
+        self._kind, self._stream = NEW, self.streams[0]
+        fetcher.start()
 
     def next_tuple(self) -> None:
         if self._problems:
             self._report_problems()
-        fetcher = self._fetcher
-        ready = self._ready
-        while ready:  # one tuple a call, as Storm asks (the executor calls again up to its burst)
-            kind, stream, entry_id, raw = ready.popleft()
-            if len(ready) == self._low:
-                fetcher.wake()  # read ahead before it runs out
-            key = (stream, entry_id)
-            if kind == GONE:
+        while True:  # one tuple a call, as Storm asks (the executor calls again up to its burst)
+            entry = next(self._batch, None)
+            if entry is None:
+                if not self._ready:
+                    return
+                self._kind, self._stream, entries = self._ready.popleft()
+                self._batch = iter(entries)
+                if not self._ready:
+                    self._fetcher.wake()  # read ahead before this batch runs out
+                continue
+            self._taken += 1
+            entry_id, raw = entry
+            key = (self._stream, entry_id)
+            kind = self._kind
+            if kind == NEW:
+                if not self._ledger.take(key):
+                    continue  # claimed back while already in flight here
+            elif kind == GONE:
                 self._ledger.forget(key)
                 continue
-            if kind == REPLAY:
-                if key not in self._ledger.in_flight:
-                    continue
-            elif not self._ledger.take(key):
-                continue  # claimed back while already in flight here
+            elif key not in self._ledger.in_flight:  # a replay of an entry given up on meanwhile
+                continue
             try:
                 fields = map_fields(raw)
             except UnmappableEntry as exc:
                 self._ledger.forget(key)
-                fetcher.dead.append((key, raw, f"its fields cannot be mapped to text: {exc}"))
-                fetcher.wake()
+                self._fetcher.dead.append((key, raw, f"its fields cannot be mapped to text: {exc}"))
+                self._fetcher.wake()
                 continue
             self._collector.emit([entry_id, fields], msg_id=key if self._multi else entry_id)
             return
@@ -144,9 +154,8 @@ class RedisStreamSpout(Spout):
     def ack(self, msg_id) -> None:
         key = tuple(msg_id) if self._multi else (self.streams[0], msg_id)
         if self._ledger.acked(key):
-            acks = self._acks
-            acks.append(key)
-            if len(acks) == ACK_WAKE:  # once, as they pile up past it
+            self._acks.append(key)  # sent with the next read (stream_fetcher.py)
+            if self._budget() == self._wake_at:  # acks free one slot each: it passes this once
                 self._fetcher.wake()
 
     def fail(self, msg_id) -> None:

@@ -6,7 +6,12 @@ executor of the worker, and a Redis that stopped answering would stall them for 
 timeout. So the spout only moves items through thread-safe deques, and this thread does every
 Redis call: it reads ahead what the spout's in-flight budget admits, sends acks as batched
 XACKs, claims replayed entries back, takes over a dead consumer's, dead-letters, and recreates a
-deleted group. What the spout must know comes back as `Fetched` items and problem lines.
+deleted group. What the spout must know comes back as `Fetched` batches and problem lines.
+
+Entries stay as the reply parser (hiredis, in C) made them: `[entry_id, [name, value, ...]]`
+lists of str, in the batches they were read in. Every object this thread makes per entry is
+made under the GIL the executor thread needs, so it makes none (redis-py's own reply
+callbacks for the stream commands, a dict per entry, are switched off).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from executor.spouts.stream_ledger import later_id, retry_delay
+from executor.spouts.stream_ledger import later_id, original_bytes, retry_delay
 from executor.state.redis_client import RedisSettings, connect, problem_of
 
 log = logging.getLogger(__name__)
@@ -27,18 +32,21 @@ IDLE_WAIT_SECS = 0.02    # nothing to do: look again this soon, or when the spou
                          # when acks pile up or its read-ahead runs low: each wake-up costs the
                          # executor thread a GIL hand-over)
 EMPTY_READ_WAIT_SECS = 0.005  # after a read that found nothing new
+ACKS_ALONE_AFTER_SECS = 0.25  # acks ride on the next read; sent alone only once they waited this
+                              # long (a round trip of acks alone delays the next read by as much)
 
 NEW, REPLAY, GONE = 0, 1, 2  # what a Fetched item is
 
 
+RAW_REPLIES = ("XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XRANGE")
+
+
 class Fetched(NamedTuple):
-    """One entry for the spout (a named tuple: made once per entry, under the GIL the executor
-    thread needs, so it must be cheap)."""
+    """Entries of one stream for the spout, in the order they are to be emitted."""
 
     kind: int          # NEW (read, recovered or claimed from a dead consumer), REPLAY, GONE
     stream: str
-    entry_id: str
-    raw: Any = None    # the entry's fields as Redis gave them (None for GONE)
+    entries: list      # [entry_id, [name, value, ...]] each (the fields None for GONE)
 
 
 @dataclass(frozen=True)
@@ -55,19 +63,18 @@ class FetchSettings:
     password_from: str
 
 
-def _text(value) -> str:
-    return value.decode("ascii") if isinstance(value, bytes) else str(value)
-
-
 class StreamFetcher:
-    """Started by the spout's open, stopped by its close. `budget()` is read from the spout's
-    ledger (an int read: safe across threads under the GIL)."""
+    """Started by the spout's open, stopped by its close. `budget()` is what the spout could take
+    now (its ledger's free slots less the entries handed over and not yet taken: `offered` here,
+    counted by this thread, less what the spout counted; int reads, safe across threads under
+    the GIL)."""
 
     def __init__(self, settings: FetchSettings, redis: RedisSettings, budget: Callable[[], int]):
         self.s = settings
         self.redis = redis
         self._budget = budget
         self.ready: deque[Fetched] = deque()   # to the spout
+        self.offered = 0                       # entries put in `ready` so far (written here only)
         self.problems: deque[str] = deque()    # to the spout, reported as its errors
         self.acks: deque[tuple] = deque()      # from the spout: keys to XACK
         self.replays: deque[tuple] = deque()   # from the spout: keys to emit again
@@ -82,6 +89,7 @@ class StreamFetcher:
         self._cursors = {s: "0-0" for s in settings.streams}   # XAUTOCLAIM scan positions
         self._next_claim = time.monotonic() + settings.claim_idle_ms / 2000.0
         self._next_read = 0.0
+        self._acks_due: float | None = None  # when acks waiting for a read are sent alone
         self._last_read: dict[str, str] = {}
         self._thread = threading.Thread(target=self._run, name=f"redis-stream-{settings.consumer}", daemon=True)
 
@@ -151,10 +159,18 @@ class StreamFetcher:
             self._next_claim = now + self.s.claim_idle_ms / 2000.0
             if self._autoclaim():
                 return True
-        budget = min(self._budget() - len(self.ready), self.s.batch)
+        budget = min(self._budget(), self.s.batch)
         # Only a worthwhile read: at the limit each ack frees one slot, and a read per entry
         # would cost a round trip per tuple; a smaller one only when the spout has run dry.
         read = (budget >= self.s.min_read or (budget > 0 and not self.ready)) and now >= self._next_read
+        if not read:
+            if not self.acks:
+                return did
+            if self._acks_due is None:
+                self._acks_due = now + ACKS_ALONE_AFTER_SECS
+            if now < self._acks_due:
+                return did
+        self._acks_due = None
         acks = self._take_acks()
         if not read:
             return self._send_acks(acks) or did
@@ -172,7 +188,9 @@ class StreamFetcher:
         now = time.monotonic()
         if now < self._retry_at:
             return
-        client = connect(self.redis, retries=0)
+        client = connect(self.redis, retries=0, text=True)
+        for command in RAW_REPLIES:
+            client.set_response_callback(command, _as_is)
         try:
             for stream in self.s.streams:
                 self._ensure_group(client, stream, self.s.start)
@@ -227,14 +245,13 @@ class StreamFetcher:
                                      f"{self.redis.address} was gone (deleted?): created again at {at}")
 
     # ---- reading ----
-    def _offer(self, kind: int, stream: str, entries) -> int:
-        n = 0
-        append = self.ready.append
-        for entry_id, raw in entries:
-            if raw:
-                append(Fetched(kind, stream, entry_id.decode() if type(entry_id) is bytes else str(entry_id), raw))
-                n += 1
-        return n
+    def _offer(self, kind: int, stream: str, entries: list) -> int:
+        if not all(fields for _, fields in entries):  # deleted while pending: nothing to emit
+            entries = [e for e in entries if e[1]]
+        if entries:
+            self.offered += len(entries)
+            self.ready.append(Fetched(kind, stream, entries))
+        return len(entries)
 
     def _read(self, count: int, acks: dict[str, list[str]]) -> int:
         """New entries (up to count), after sending `acks` in the same round trip."""
@@ -249,26 +266,24 @@ class StreamFetcher:
             raise
         n = 0
         for stream, entries in reply:
-            stream = _text(stream)
             if entries:  # ">" reads come in id order: the last is the newest
-                self._last_read[stream] = later_id(self._last_read.get(stream), _text(entries[-1][0]))
+                self._last_read[stream] = later_id(self._last_read.get(stream), entries[-1][0])
             n += self._offer(NEW, stream, entries)
         return n
 
     def _recover_own(self) -> bool:
         """This consumer's pending entries (its previous run's tuples in flight), emitted again."""
-        budget = min(self._budget() - len(self.ready), self.s.batch)
+        budget = min(self._budget(), self.s.batch)
         if budget <= 0:
             return False
         reply = self._client.xreadgroup(self.s.group, self.s.consumer, dict(self._recovering), count=budget) or []
         seen = set()
         for stream, entries in reply:
-            stream = _text(stream)
             if not entries:
                 continue
             seen.add(stream)
-            self._recovering[stream] = _text(entries[-1][0])
-            deleted = [_text(i) for i, raw in entries if not raw]
+            self._recovering[stream] = entries[-1][0]
+            deleted = [i for i, fields in entries if not fields]
             if deleted:  # deleted from the stream while pending: nothing to emit
                 self._client.xack(stream, self.s.group, *deleted)
             self._offer(NEW, stream, entries)
@@ -282,13 +297,13 @@ class StreamFetcher:
     def _autoclaim(self) -> bool:
         """Take over entries another consumer has held unacked for too long (it died)."""
         taken = 0
-        budget = min(self._budget() - len(self.ready), self.s.batch)
+        budget = min(self._budget(), self.s.batch)
         for stream in self.s.streams:
             if budget - taken <= 0:
                 break
             reply = self._client.xautoclaim(stream, self.s.group, self.s.consumer, self.s.claim_idle_ms,
                                             start_id=self._cursors[stream], count=budget - taken)
-            cursor = _text(reply[0])
+            cursor = reply[0]
             self._cursors[stream] = cursor
             n = self._offer(NEW, stream, reply[1])
             if n:
@@ -310,18 +325,17 @@ class StreamFetcher:
         for stream, ids in by_stream.items():
             try:
                 claimed = self._client.xclaim(stream, self.s.group, self.s.consumer, 0, ids) or []
-                found = {_text(i): raw for i, raw in claimed if raw}
+                found = {i: fields for i, fields in claimed if fields}
                 for entry_id in ids:
-                    raw = found.get(entry_id)
-                    if raw is None:
+                    fields = found.get(entry_id)
+                    if fields is None:
                         rows = self._client.xrange(stream, entry_id, entry_id, count=1)
-                        raw = rows[0][1] if rows else None
-                    if raw is None:
+                        fields = rows[0][1] if rows else None
+                    if fields is None:
                         log.warning("%s: entry %s of stream %r was deleted before it was processed; giving it up",
                                     self.s.where, entry_id, stream)
-                        self.ready.append(Fetched(GONE, stream, entry_id))
-                    else:
-                        self.ready.append(Fetched(REPLAY, stream, entry_id, raw))
+                    self.offered += 1  # before the spout can take it (its count must not pass this)
+                    self.ready.append(Fetched(REPLAY if fields else GONE, stream, [[entry_id, fields]]))
             except BaseException:
                 self.replays.extendleft((stream, i) for i in reversed(ids))  # again once Redis answers
                 raise
@@ -370,7 +384,10 @@ class StreamFetcher:
                     continue
                 raw = rows[0][1]
             target = self.s.dead_letter(stream)
-            record: dict[Any, Any] = dict(raw)
+            # [name, value, ...] as decoded: back to the bytes Redis holds (the command packer
+            # encodes str strictly, and a non-UTF-8 field is what brings an entry here)
+            it = iter([original_bytes(text) for text in raw])
+            record: dict[Any, Any] = dict(zip(it, it))
             record.update({"storm-py.source.stream": stream, "storm-py.source.id": entry_id,
                            "storm-py.group": self.s.group, "storm-py.reason": reason})
             pipe = self._client.pipeline(transaction=True)
@@ -381,3 +398,8 @@ class StreamFetcher:
             self.problems.append(f"{self.s.where}: entry {entry_id} of stream {stream!r} moved to dead-letter "
                                  f"stream {target!r}: {reason}")
         return True
+
+
+def _as_is(response, **options):
+    """The reply as the parser made it (redis-py would turn each entry's fields into a dict)."""
+    return response

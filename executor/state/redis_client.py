@@ -43,10 +43,12 @@ class RedisSettings:
                 f"password={'set' if self.password else 'none'})")
 
 
-def connect(settings: RedisSettings, timeout: float | None = None, retries: int = 1):
+def connect(settings: RedisSettings, timeout: float | None = None, retries: int = 1, text: bool = False):
     """A client (connections are made on first use). RESP2: the same answers from any Redis
     server version and redis-py release. `retries`: immediate reconnects after a connection
-    error (one replaces a connection the server closed while it restarted)."""
+    error (one replaces a connection the server closed while it restarted). `text`: replies
+    decoded as UTF-8 by the reply parser, bytes that are not UTF-8 kept as lone surrogates
+    ("surrogateescape", which also encodes them back unchanged in commands)."""
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
@@ -54,7 +56,8 @@ def connect(settings: RedisSettings, timeout: float | None = None, retries: int 
     secs = settings.timeout if timeout is None else timeout
     return redis.Redis(host=settings.host, port=settings.port, db=settings.db, password=settings.password,
                        socket_timeout=secs, socket_connect_timeout=secs, retry=Retry(NoBackoff(), retries),
-                       protocol=2, health_check_interval=0)
+                       protocol=2, health_check_interval=0, decode_responses=text,
+                       encoding_errors="surrogateescape" if text else "strict")
 
 
 def _cause(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ from executor.spouts.stream_ledger import (
     id_order,
     later_id,
     map_fields,
+    original_bytes,
     retry_delay,
 )
 
@@ -61,13 +62,18 @@ def test_ids_order_as_redis_orders_them():
 
 
 def test_fields_map_to_text_or_say_which_field_is_not():
-    assert map_fields({b"a": b"1", b"b": b"x"}) == {"a": "1", "b": "x"}
+    def decoded(*raw: bytes) -> list[str]:  # as the spout's connection decodes them
+        return [b.decode("utf-8", "surrogateescape") for b in raw]
+
+    assert map_fields(decoded(b"a", b"1", b"b", b"x")) == {"a": "1", "b": "x"}
+    assert map_fields(decoded(b"caf\xc3\xa9", b"\xe2\x82\xac")) == {"café": "€"}
     with pytest.raises(UnmappableEntry, match="the value of field 'a' is not UTF-8"):
-        map_fields({b"a": b"\xff"})
-    with pytest.raises(UnmappableEntry, match="field name"):
-        map_fields({b"\xff": b"1"})
+        map_fields(decoded(b"a", b"\xff"))
+    with pytest.raises(UnmappableEntry, match=r"field name b'\\xff' is not UTF-8"):
+        map_fields(decoded(b"\xff", b"1"))
     with pytest.raises(UnmappableEntry, match="no fields"):
-        map_fields({})
+        map_fields([])
+    assert original_bytes(decoded(b"x\xff")[0]) == b"x\xff"
 
 
 def test_validation_of_streams_and_start():
