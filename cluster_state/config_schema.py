@@ -227,6 +227,7 @@ SCHEMA: dict[str, Rule] = {
     "storm.zookeeper.auth.payload": _str(nullable=True),
     "storm.zookeeper.topology.auth.scheme": _str(nullable=True),
     "storm.zookeeper.topology.auth.payload": _str(nullable=True),
+    "storm.zookeeper.superACL": _str(nullable=True),
     # local disk and identity
     "storm.local.dir": _str(),
     "storm.log.dir": _str(nullable=True),
@@ -248,6 +249,7 @@ SCHEMA: dict[str, Rule] = {
     "ui.port": ANY_PORT,
     "ui.title": _str(),
     "ui.pagination": _int(1),
+    "ui.readonly.secret": _str(nullable=True),
     "logviewer.port": ANY_PORT,
     "logviewer.host": _str(),
     "logviewer.cleanup.interval.secs": _positive(),

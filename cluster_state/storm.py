@@ -294,7 +294,10 @@ class StormClusterState:
     # -- worker heartbeats -------------------------------------------------------------------
 
     def setup_heartbeats(self, storm_id: str) -> None:
+        """The topology's own subtrees, made by Nimbus at submit: with per-topology ZooKeeper
+        identities its workers may create nodes under these and nowhere else."""
         self._cs.mkdirs(paths.workerbeat_storm_root(storm_id))
+        self._cs.mkdirs(paths.error_storm_root(storm_id))
 
     def teardown_heartbeats(self, storm_id: str) -> None:
         try:

@@ -72,8 +72,8 @@ class ZkClusterState:
     def __init__(self, conf: Mapping[str, Any], *, role: str = ROLE_DAEMON, name: str = "cluster-state") -> None:
         self.settings: ZkSettings = zk_settings(conf)
         self._credentials = credentials(conf, role)
-        entries = acl_entries(conf)
-        self._acl = [ACL(e.perms, Id(e.scheme, e.id)) for e in entries] if entries else None
+        self._conf = dict(conf)
+        self._acl = self._acl_for("/")
         self._lock = threading.Lock()
         # Serialises ephemeral bookkeeping with its ZooKeeper writes (caller vs. recovery).
         self._eph_lock = threading.RLock()
@@ -121,6 +121,12 @@ class ZkClusterState:
             auth_data=[(self._credentials.scheme, self._credentials.payload)] if self._credentials else None,
             default_acl=self._acl,
         )
+
+    def _acl_for(self, path: str) -> list[ACL] | None:
+        """The ACL of a node this client creates at `path` (relative to the cluster's root): a
+        topology's own nodes name its identity too (cluster_state/auth.py)."""
+        entries = acl_entries(self._conf, path)
+        return [ACL(e.perms, Id(e.scheme, e.id)) for e in entries] if entries else None
 
     def _ensure_root(self) -> None:
         """Create the chroot through a short-lived client without it (kazoo cannot create its own chroot)."""
@@ -334,7 +340,8 @@ class ZkClusterState:
             except NoNodeError:
                 pass
             try:
-                self._op("create", path, lambda: client.create_async(path, data, makepath=True))
+                self._op("create", path, lambda: client.create_async(path, data, acl=self._acl_for(path),
+                                                                      makepath=True))
                 return
             except NodeExistsError:
                 continue  # created meanwhile by someone else: overwrite it
@@ -350,7 +357,7 @@ class ZkClusterState:
         path = self._path(path)
         data = self._checked(path, data)
         return self._op("create", path, lambda: self._client.create_async(
-            path, data, ephemeral=ephemeral, sequence=True, makepath=True))
+            path, data, acl=self._acl_for(path), ephemeral=ephemeral, sequence=True, makepath=True))
 
     def owns_ephemeral(self, path: str) -> bool:
         stat = self._stat(self._path(path), False)
@@ -377,7 +384,8 @@ class ZkClusterState:
         client = self._client
         for _ in range(10):
             try:
-                self._op("create", path, lambda: client.create_async(path, data, ephemeral=True, makepath=True))
+                self._op("create", path, lambda: client.create_async(path, data, acl=self._acl_for(path),
+                                                                      ephemeral=True, makepath=True))
                 return
             except NodeExistsError:
                 pass
@@ -432,7 +440,7 @@ class ZkClusterState:
     def mkdirs(self, path: str) -> None:
         path = self._path(path)
         if path != "/":
-            self._op("create", path, lambda: self._client.ensure_path_async(path, self._acl))
+            self._op("create", path, lambda: self._client.ensure_path_async(path, self._acl_for(path)))
 
     # -- callbacks and lifecycle ---------------------------------------------------------------
 

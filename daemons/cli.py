@@ -58,10 +58,11 @@ from daemons.cli_jar import jar  # noqa: E402
 from daemons.cli_local import local  # noqa: E402
 from daemons.cli_loglevel import set_log_level  # noqa: E402
 from daemons.cli_monitor import monitor  # noqa: E402
+from daemons.cli_secure import secure  # noqa: E402
 from daemons.cli_sink import sink  # noqa: E402
 
 for _command in (local, sink, jar, list_, kill, activate, deactivate, rebalance, nimbus, supervisor,
-                 dev_zookeeper, dev_cluster, ui, monitor, set_log_level, logviewer):
+                 dev_zookeeper, dev_cluster, ui, monitor, set_log_level, logviewer, secure):
     main.add_command(_command)
 
 

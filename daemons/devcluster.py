@@ -9,6 +9,10 @@ as child processes on free loopback ports, everything under one directory.
     D/logs/                           zookeeper.log, nimbus.log, {name}.out (a child's terminal
                                       output), supervisor-{i}/supervisor.log and its workers-artifacts/
     D/pids/{name}.pid                 one file per running child (removed when it is stopped)
+    D/credentials.yaml                the daemons' ZooKeeper credentials, made at the first start
+                                      (mode 600; every storm.yaml above carries them): ZooKeeper's
+                                      nodes are writable by the daemons and by each topology's own
+                                      identity only (cluster_state/auth.py)
 
 The processes are the real daemons (`storm-py nimbus`, `storm-py supervisor`), each in its own
 session, so a Ctrl-C at the terminal reaches only this orchestrator, which stops them in order:
@@ -36,6 +40,8 @@ import psutil
 import yaml
 
 from cluster_state import local_layout
+from cluster_state.acl_upgrade import new_credentials, secure_tree
+from cluster_state.auth import ROLE_DAEMON, credentials
 from cluster_state.config import default_config
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.redisserver import RedisServer, RedisUnavailable
@@ -47,6 +53,8 @@ log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 CODE_ROOT = Path(__file__).resolve().parent.parent
 # Keys the dev cluster decides for each process; a user's storm.yaml or -c cannot move them.
+CREDENTIALS_FILE = "credentials.yaml"
+ZK_CREDENTIAL_KEYS = ("storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload")
 FIXED_KEYS = frozenset({
     "storm.zookeeper.servers", "storm.zookeeper.port", "storm.local.dir", "storm.log.dir",
     "storm.local.hostname", "nimbus.seeds", "nimbus.thrift.port", "supervisor.slots.ports",
@@ -302,6 +310,7 @@ class DevCluster(Service):
         state = self._start_redis() if self.want_redis else {}
         common = {
             **state,
+            **self.zookeeper_credentials(),
             **self.user_conf,
             "storm.zookeeper.servers": [HOST],
             "storm.zookeeper.port": zk_port,
@@ -316,6 +325,7 @@ class DevCluster(Service):
                     f"{self.conf_dir}). Rewritten on every start.")
 
         self._start_zookeeper(zk_port)
+        self._secure_zookeeper(common)
         # One undo for all the daemons (registered before any starts, so a failed start stops
         # whatever did): Nimbus first, so a stopping supervisor's slots are not rescheduled onto
         # the others; then every supervisor, so none launches a worker; then the workers they
@@ -343,6 +353,47 @@ class DevCluster(Service):
             raise DevClusterError(f"zookeeper cannot start: {first} (log: {zk.log_path})") from None
         self.on_stop(lambda: self._stop_zookeeper(zk), "zookeeper")
         (self.pid_dir / "zookeeper.pid").write_text(f"{zk.pid}\n", encoding="ascii")
+
+    def zookeeper_credentials(self) -> dict[str, Any]:
+        """The daemons' ZooKeeper credentials (each topology's identity is derived from them):
+        made at the first start, kept in D/credentials.yaml (mode 600) so the nodes a cluster
+        made stay its own across restarts; none when the user's conf brings its own."""
+        if credentials(self.user_conf, ROLE_DAEMON) is not None:
+            return {}
+        path = self.base_dir / CREDENTIALS_FILE
+        if path.exists():
+            kept = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if credentials(kept, ROLE_DAEMON) is not None:
+                return {k: kept[k] for k in ZK_CREDENTIAL_KEYS}
+        fresh = {k: v for k, v in new_credentials().items() if k in ZK_CREDENTIAL_KEYS}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("# Made by `storm-py dev-cluster`: its daemons' ZooKeeper credentials\n"
+                    + yaml.safe_dump(fresh, sort_keys=True))
+        return fresh
+
+    def _zookeeper_access(self) -> str:
+        payload = self.conf.get("storm.zookeeper.auth.payload")
+        if payload is None:
+            return "open to anyone: no storm.zookeeper.auth.* credentials"
+        path = self.base_dir / CREDENTIALS_FILE
+        kept = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
+        if kept.get("storm.zookeeper.auth.payload") == payload:
+            return (f"writable by the daemons (credentials in {path}, carried by every storm.yaml here) "
+                    f"and each topology's own identity only")
+        return "writable with your conf's storm.zookeeper.auth.* credentials only"
+
+    def _secure_zookeeper(self, conf: Mapping[str, Any]) -> None:
+        """Nodes left by an earlier run without credentials (or another's) get this cluster's
+        ACLs, as `storm-py secure zookeeper` would set them (a fresh ZooKeeper has none)."""
+        if credentials(conf, ROLE_DAEMON) is None:
+            return
+        try:
+            report = secure_tree({**default_config(), **conf}, timeout=min(15.0, self.ready_timeout))
+        except Exception as exc:  # the daemons would meet the same problem: say it here first
+            raise DevClusterError(f"zookeeper: cannot set its ACLs: {type(exc).__name__}: {exc}") from None
+        if report.changed:
+            log.info("zookeeper: set the ACLs of %d node(s) left without them", report.changed)
 
     def _start_redis(self) -> dict[str, Any]:
         """Start the cluster's Redis; the conf that makes it the topologies' state provider."""
@@ -608,6 +659,7 @@ class DevCluster(Service):
         lines = [
             f"storm-py dev cluster ready in {self.base_dir}",
             f"  zookeeper     {zk.connect_string if zk else '?'}  (pid {zk.pid if zk else '?'}, log {zk.log_path if zk else '?'})",
+            f"                {self._zookeeper_access()}",
             f"  nimbus        {self.nimbus_address}  (pid {self.nimbus.pid}, log {self.nimbus.log_path})",
             f"  ui            {self.ui_url}  (pid {self.ui.pid}, log {self.ui.log_path})",
         ]

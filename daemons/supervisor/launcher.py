@@ -24,6 +24,7 @@ import psutil
 
 import executor
 from cluster_state import local_layout
+from cluster_state.auth import worker_conf
 from cluster_state.records import LocalAssignment
 from daemons.supervisor.worker_state import ProcessFacts, ProcessStatus, WorkerRecord
 
@@ -58,7 +59,8 @@ def launch_worker(conf: Mapping[str, Any], supervisor_id: str, worker_id: str, p
     root = local_layout.worker_root(conf, worker_id)
     local_layout.worker_pids(conf, worker_id).mkdir(parents=True, exist_ok=True)
     local_layout.worker_heartbeats(conf, worker_id).mkdir(parents=True, exist_ok=True)
-    conf_file = write_worker_conf(conf, worker_id)
+    # The worker gets its topology's own ZooKeeper identity, not the daemons' (cluster_state/auth.py).
+    conf_file = write_worker_conf(worker_conf(conf, assignment.storm_id), worker_id)
     log_path = local_layout.worker_log(conf, assignment.storm_id, port)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cmd = list(command(assignment.storm_id, supervisor_id, port, worker_id, conf_file))

@@ -187,3 +187,27 @@ def test_credentials_and_acls():
     assert credentials(conf, ROLE_TOPOLOGY) is None
     with pytest.raises(ConfigError):
         credentials(dict(conf, **{"storm.zookeeper.auth.payload": "no-colon"}))
+
+
+def test_each_topology_gets_an_identity_of_its_own():
+    from cluster_state.auth import SUPER_ACL_KEY, super_acl, topology_of, topology_payload, worker_conf
+
+    conf = dict(default_config(), **{"storm.zookeeper.auth.scheme": "digest",
+                                     "storm.zookeeper.auth.payload": "storm-py:s3cret"})
+    assert topology_of("/workerbeats/wc-1/host-6700") == "wc-1" and topology_of("/errors/wc-1") == "wc-1"
+    assert topology_of("/workerbeats") is None and topology_of("/assignments/wc-1") is None
+    a, b = topology_payload("storm-py:s3cret", "wc-1"), topology_payload("storm-py:s3cret", "wc-2")
+    assert a.startswith("wc-1:") and a != b and a == topology_payload("storm-py:s3cret", "wc-1")
+    assert topology_payload("storm-py:other", "wc-1") != a  # nobody without the secret derives it
+    given = worker_conf(conf, "wc-1")
+    assert "storm.zookeeper.auth.payload" not in given and "storm.zookeeper.auth.scheme" not in given
+    assert given["storm.zookeeper.topology.auth.payload"] == a
+    assert given[SUPER_ACL_KEY] == "digest:" + digest_id("storm-py:s3cret")
+    # the daemons and the worker agree on the ACL of the topology's nodes; others' nodes differ
+    assert acl_entries(given, "/errors/wc-1/spout") == acl_entries(conf, "/errors/wc-1/spout")
+    assert acl_entries(conf, "/errors/wc-2/spout") != acl_entries(conf, "/errors/wc-1/spout")
+    assert [e.scheme for e in acl_entries(conf, "/assignments/wc-1")] == ["digest", "world"]
+    assert super_acl(given) == super_acl(conf)
+    with pytest.raises(ConfigError, match=SUPER_ACL_KEY):
+        super_acl({SUPER_ACL_KEY: "sasl:nimbus"})
+    assert worker_conf(default_config(), "wc-1") == default_config()  # nothing to do without credentials

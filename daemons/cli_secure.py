@@ -1,0 +1,72 @@
+"""`storm-py secure`: make a cluster's credentials, and set the ZooKeeper ACLs of a cluster that
+ran without them (docs/operations.md, "Security")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+import yaml
+
+from cluster_state.config import ConfigError
+from daemons.cli_options import common_options
+
+
+@click.group()
+def secure() -> None:
+    """Credentials for ZooKeeper, Nimbus, the UI and the logviewer."""
+
+
+@secure.command("credentials")
+@click.option("--write", is_flag=True, help="Add them to the storm.yaml of --conf-dir / $STORM_CONF_DIR "
+                                            "instead of printing them.")
+@common_options
+def credentials_cmd(conf, write: bool) -> None:
+    """Make fresh credentials: ZooKeeper digest credentials for the daemons (each topology's own
+    identity is derived from them) and the secret of Nimbus's RPC, the UI and the logviewer.
+    Every daemon and client of the cluster needs the same storm.yaml values."""
+    from cluster_state.acl_upgrade import new_credentials
+
+    fresh = new_credentials()
+    text = yaml.safe_dump(fresh, default_flow_style=False, sort_keys=False)
+    if not write:
+        click.echo("# storm-py secure credentials: add to the storm.yaml of every daemon and client\n" + text, nl=False)
+        return
+    conf_dir = click.get_current_context().params.get("conf_dir") or os.environ.get("STORM_CONF_DIR")
+    if not conf_dir:
+        raise click.ClickException("--write needs --conf-dir (or $STORM_CONF_DIR): the directory of the storm.yaml "
+                                   "to add the credentials to")
+    path = Path(conf_dir) / "storm.yaml"
+    existing = {}
+    if path.exists():
+        existing = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    already = sorted(k for k in fresh if existing.get(k) is not None)
+    if already:
+        raise click.ClickException(f"{path} already sets {', '.join(already)}: not overwritten (to rotate "
+                                   f"ZooKeeper credentials see docs/operations.md, 'Security')")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n# Added by `storm-py secure credentials`\n" + text)
+    os.chmod(path, 0o600)
+    click.echo(f"credentials added to {path} (mode 600); copy them to every daemon's and client's storm.yaml, "
+               f"restart the daemons, then run `storm-py secure zookeeper` once")
+
+
+@secure.command("zookeeper")
+@click.option("--previous-payload", default=None, metavar="USER:PASSWORD",
+              help="The daemons' earlier storm.zookeeper.auth.payload, when moving to new credentials.")
+@common_options
+def zookeeper_cmd(conf, previous_payload: str | None) -> None:
+    """Set the ACL of every node the cluster has in ZooKeeper to what its credentials give new
+    ones: the daemons may change them, each topology its own, everyone may read. Run once after
+    adding credentials to a cluster that ran without them, or after rotating them."""
+    from cluster_state.acl_upgrade import secure_tree
+
+    try:
+        report = secure_tree(conf, previous_payload)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    except Exception as exc:  # kazoo: unreachable, not authorized
+        raise click.ClickException(f"ZooKeeper at {conf.get('storm.zookeeper.servers')}: "
+                                   f"{type(exc).__name__}: {exc}") from None
+    click.echo(f"{report.nodes} node(s) under {conf.get('storm.zookeeper.root')}: {report.changed} ACL(s) set")
