@@ -509,7 +509,8 @@ class DevCluster(Service):
                 if "ui" in waiting and "nimbus" not in waiting and self._ui_ok():
                     waiting.remove("ui")
                 for viewer in self.logviewers:
-                    if viewer.name in waiting and _http_ok(f"http://{HOST}:{viewer.extra['port']}/api/v1/listLogs"):
+                    if viewer.name in waiting and _http_ok(f"http://{HOST}:{viewer.extra['port']}/api/v1/listLogs",
+                                                                   self._secret()):
                         waiting.remove(viewer.name)
                 if state is not None:
                     for child in self.supervisors:
@@ -552,7 +553,10 @@ class DevCluster(Service):
             client.close()
 
     def _ui_ok(self) -> bool:
-        return _http_ok(f"{self.ui_url}/api/v1/cluster/summary")
+        return _http_ok(f"{self.ui_url}/api/v1/cluster/summary", self._secret())
+
+    def _secret(self) -> str | None:
+        return self.conf.get("nimbus.authentication.secret") or None
 
     @staticmethod
     def _supervisor_registered(state: Any, child: Child, since: float = 0.0) -> bool:
@@ -686,12 +690,14 @@ class DevCluster(Service):
         return "\n".join(lines)
 
 
-def _http_ok(url: str) -> bool:
-    """Whether a daemon answers `url` with 200 (a readiness probe)."""
+def _http_ok(url: str, secret: str | None = None) -> bool:
+    """Whether a daemon answers `url` with 200 (a readiness probe); with the cluster's secret as
+    the bearer when it has one (the UI and the logviewers then answer 401 without it)."""
     import urllib.request
 
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2) as reply:
             return reply.status == 200
     except OSError as exc:  # URLError and HTTPError are OSErrors
         log.debug("%s not answering yet: %s", url, exc)

@@ -1,17 +1,20 @@
 """The logviewer's routes (Flask): a log page by offset and length, a download, a JSON page, the
 list of a topology's worker logs. Every name goes through files.resolve (no `..`, no absolute
-path, no link out of the log dir) and every read through files.read_page (bounded)."""
+path, no link out of the log dir) and every read through files.read_page (bounded). With
+`nimbus.authentication.secret` in the conf, every route needs credentials (daemons/http_auth.py)."""
 
 from __future__ import annotations
 
 import html
 import logging
 from pathlib import Path
+from typing import Any, Mapping
 from urllib.parse import urlencode
 
 from flask import Flask, Response, request, send_file
 from werkzeug.exceptions import HTTPException
 
+from daemons import http_auth
 from daemons.http_server import error_response, json_response
 from daemons.logviewer import files
 
@@ -27,10 +30,11 @@ def _int_arg(name: str) -> int | None:
     return int(value)
 
 
-def make_app(log_dir: Path) -> Flask:
+def make_app(log_dir: Path, conf: Mapping[str, Any] | None = None) -> Flask:
     """Worker logs by the names Storm's links use (relative to workers-artifacts); daemon logs
-    (`/daemonlog`) directly under the log dir."""
+    (`/daemonlog`) directly under the log dir. `conf`: where the secrets are (none: open)."""
     app = Flask("storm-py-logviewer")
+    http_auth.install(app, conf or {}, app_name="logviewer", title="storm-py logviewer")
     artifacts = files.worker_root(log_dir)
 
     @app.errorhandler(files.LogAccessError)

@@ -31,7 +31,7 @@ class Logviewer(Service):
 
     def _on_start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.server = self.start_child(WsgiServer("logviewer", make_app(self.root), self._host, self._port))
+        self.server = self.start_child(WsgiServer("logviewer", make_app(self.root, self.conf), self._host, self._port))
         self.start_child(PeriodicThread("logviewer-cleanup", float(self.conf["logviewer.cleanup.interval.secs"]),
                                         lambda: cleanup.clean(self.conf, self.root)))
         log.info("logviewer serving the logs under %s on %s", self.root, self.server.url)

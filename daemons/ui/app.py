@@ -3,13 +3,13 @@ Storm's REST API under /api/v1 and Prometheus /metrics.
 
 Each route asks Nimbus (through `NimbusCalls`) and shapes the answer with daemons/reports/views.py.
 Errors are Storm's body `{"error": SHORT, "errorMessage": LONGER}`: an unknown topology or
-component 404, a bad parameter 400, a POST without the cluster's secret 403, Nimbus unreachable
-503 naming its address, anything else 500.
+component 404, a bad parameter 400, a POST by read-only credentials 403, Nimbus unreachable 503
+naming its address, anything else 500. With `nimbus.authentication.secret` set, every route needs
+credentials (daemons/http_auth.py: a 401 without).
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import math
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from flask import Flask, Response, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
+from daemons import http_auth
 from daemons.http_server import error_response, json_response
 from daemons.reports import views
 from daemons.rpc.calls import NimbusCalls
@@ -57,7 +58,7 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
     app = Flask("storm-py-ui", static_folder=str(STATIC), static_url_path="/static")
     # The pages poll the API; a browser must not keep yesterday's script after an upgrade.
     app.config["SEND_FILE_MAX_AGE_DEFAULT"] = 0
-    secret = conf.get("nimbus.authentication.secret") or None
+    secured = http_auth.install(app, conf, app_name="ui", title="storm-py UI") is not None
     logviewer_port = int(conf.get("logviewer.port") or 0) or None
 
     def call(op: str, **args: Any) -> Any:
@@ -165,16 +166,14 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
 
     # ------------------------------------------------------------------ actions
     def _authorized(op: str, storm_id: str) -> None:
-        if secret is None:
+        """Actions are the admin's: the guard let in only valid credentials, so refuse read-only ones."""
+        role = http_auth.current_role()
+        if not secured or role == http_auth.ADMIN:
             return
-        given = request.headers.get("Authorization", "")
-        token = given[len("Bearer "):] if given.startswith("Bearer ") else None
-        if token is None or not hmac.compare_digest(token.encode("utf-8"), secret.encode("utf-8")):
-            log.warning("refused %s of %s from %s: %s", op, storm_id, request.remote_addr,
-                        "no bearer secret" if token is None else "wrong bearer secret")
-            raise ApiError(403, "auth", f"auth: {op} of {storm_id} refused: this cluster needs the header "
-                                        f"'Authorization: Bearer <nimbus.authentication.secret>'"
-                                        f"{'' if token is None else ' (the one given is wrong)'}")
+        log.warning("refused %s of %s from %s: %s credentials", op, http_auth.printable(storm_id),
+                    request.remote_addr, role)
+        raise ApiError(403, "auth", f"auth: {role} credentials cannot {op} {storm_id}: actions need the header "
+                                    f"'Authorization: Bearer <nimbus.authentication.secret>' (or its login)")
 
     def _done(op: str, storm_id: str) -> Response:
         return json_response({"topologyOperation": op, "topologyId": storm_id, "status": "success"})

@@ -1,15 +1,18 @@
 """The web UI in a real headless Chromium, on a dev cluster (ZooKeeper, Nimbus, two supervisors
 with their logviewers, worker processes, the UI daemon) running the word count into its Spark
-table, secured with nimbus.authentication.secret: each page loads with no console error, the
-tables show the topology's components with figures that grow without a reload, the graph has
+table, secured with nimbus.authentication.secret: a page without login is the login form, logging in
+through it shows the page (and an ended session sends the page back to it), each page loads with
+no console error, the tables show the topology's components with figures that grow without a reload, the graph has
 one node per component and stays readable with 30 components, deactivate/activate through the
-page's buttons (the secret asked once, a wrong one refused with the 403's message) change
-`storm-py list`, a log link opens the worker's log through the logviewer, a killed worker's last
+page's buttons (an admin login is not asked the secret; a read-only login is, once, and a wrong
+one is refused with the 401's message) change `storm-py list`, a log link opens the worker's log
+through the logviewer (after its own login), a killed worker's last
 words show on its component's page, and a banner covers a Nimbus outage. Screenshots of the
 pages are saved in the test's temporary dir."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,10 +20,10 @@ from urllib.parse import unquote
 
 import psutil
 import pytest
+import ui_http
 from devcluster_helpers import ROOT, processes_under, status_in_list, submit
 from headless_chromium import chromium, console_errors, require_chromium, screenshot
 from testutil import wait_until
-from ui_http import get
 
 from daemons.devcluster import DevCluster
 
@@ -35,13 +38,19 @@ from selenium.common.exceptions import StaleElementReferenceException  # noqa: E
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
-SECRET = "pages-test-secret"
+SECRET, READONLY_SECRET = "pages-test-secret", "pages-test-reader"
 CONF = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
         "supervisor.heartbeat.frequency.secs": 1, "nimbus.thrift.timeout": 3,
-        "nimbus.authentication.secret": SECRET}
+        "nimbus.authentication.secret": SECRET, "ui.readonly.secret": READONLY_SECRET}
+SESSION_COOKIE = "storm-py-ui-session"
 WORD_COUNT = ROOT / "examples" / "word_count" / "topology.py"
 THIRTY = ROOT / "tests" / "devcluster" / "topologies" / "thirty" / "topology.py"
 WC_COMPONENTS = {"sentences", "split", "count", "store"}
+
+
+def get(base: str, path: str, **params):
+    """A REST read with the admin's bearer (every read needs credentials)."""
+    return ui_http.get(base, path, token=SECRET, **params)
 
 
 def acked(base: str, storm_id: str) -> int:
@@ -50,6 +59,7 @@ def acked(base: str, storm_id: str) -> int:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    stack = contextlib.ExitStack()
     base = tmp_path_factory.mktemp("pages") / "dev"
     dev = DevCluster(base, supervisors=2, slots=2, user_conf=CONF)
     try:
@@ -63,6 +73,7 @@ def cluster(tmp_path_factory):
         yield dev, ids
     finally:
         dev.stop()
+        stack.close()
         left = processes_under(base)
         assert not left, f"processes left behind: {[p.pid for p in left]}"
 
@@ -124,6 +135,69 @@ def count(text: str) -> int:
 def assert_no_console_error(driver):
     errors = console_errors(driver)
     assert not errors, f"console errors on {driver.current_url}: {errors}"
+
+
+def log_in(driver, secret: str) -> None:
+    """Type `secret` into the login form shown (the login page, or a 401's) and send it."""
+    field = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "form#login input#secret"), timeout=30,
+                       interval=0.2, message=lambda: f"the login form on {driver.current_url}")[0]
+    field.clear()
+    field.send_keys(secret)
+    driver.find_element(By.ID, "login-submit").click()
+
+
+def test_a_page_without_login_is_the_login_form(cluster, browser, shots):
+    dev, ids = cluster
+    browser.get(dev.ui_url + "/")
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "form#login input#secret[type=password]"),
+               timeout=30, interval=0.2, message="the login form instead of the cluster page")
+    text = browser.find_element(By.TAG_NAME, "body").text
+    assert "credentials" in text and "Authorization: Bearer" in text
+    assert not browser.find_elements(By.ID, "topologies") and ids["wc"] not in browser.page_source
+    screenshot(browser, shots / "ui-login.png")
+    log_in(browser, "not-the-secret")  # a wrong secret: the form again, saying so
+    wait_until(lambda: "Wrong secret" in browser.find_element(By.TAG_NAME, "body").text, timeout=30,
+               interval=0.2, message="the login form saying the secret was wrong")
+    assert not browser.get_cookies()
+    console_errors(browser)  # the 401s of these pages are expected
+
+
+def test_logging_in_through_the_form_shows_the_cluster_page(cluster, browser):
+    dev, ids = cluster
+    browser.get(f"{dev.ui_url}/login?next=/index.html")
+    log_in(browser, SECRET)
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#topologies tbody a"), timeout=30, interval=0.2,
+               message=lambda: f"the cluster page after logging in; console: {console_errors(browser)}")
+    assert browser.current_url == f"{dev.ui_url}/index.html"
+    assert {"wc", "thirty"} <= set(cells(browser, "topologies"))
+    cookie = browser.get_cookie(SESSION_COOKIE)
+    assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert browser.execute_script("return document.cookie") == ""  # out of the page scripts' reach
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "form#logout button"), timeout=10, interval=0.2,
+               message="the header's logout button")
+    assert browser.find_element(By.CSS_SELECTOR, "form#logout button").text == "Log out (admin)"
+    assert_no_console_error(browser)
+
+
+def test_an_ended_session_sends_the_page_to_the_login_and_back(cluster, browser):
+    dev, ids = cluster
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a")
+    browser.delete_cookie(SESSION_COOKIE)  # as when it expires: the next poll gets a 401
+    wait_until(lambda: "/login?next=" in browser.current_url, timeout=30, interval=0.2,
+               message="the page to go to the login page on a 401")
+    log_in(browser, SECRET)
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#spouts tbody a"), timeout=30, interval=0.2,
+               message="the topology page again after logging in")
+    assert browser.current_url == f"{dev.ui_url}/topology.html?id={ids['wc']}"
+    console_errors(browser)  # the poll's 401 is expected
+    # The header's button ends the session: back to the login form, no cookie; then in again.
+    click(browser, "form#logout button")
+    wait_until(lambda: browser.current_url == f"{dev.ui_url}/login", timeout=30, interval=0.2,
+               message="the login page after logging out")
+    assert browser.get_cookie(SESSION_COOKIE) is None
+    log_in(browser, SECRET)
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#topologies tbody a"), timeout=30, interval=0.2,
+               message="the cluster page after logging in again")
 
 
 def test_cluster_page(cluster, browser, shots):
@@ -222,7 +296,10 @@ def test_component_page_log_link_opens_the_workers_log(cluster, browser, shots):
     assert href.startswith("http://127.0.0.1:") and "/log?file=" in href
     ports = [v.extra["port"] for v in dev.logviewers]
     assert any(href.startswith(f"http://127.0.0.1:{p}/") for p in ports), (href, ports)
-    browser.get(href)
+    browser.get(href)  # the logviewer has its own login: its 401 page is the form
+    assert not browser.find_elements(By.CSS_SELECTOR, "pre#log")
+    log_in(browser, READONLY_SECRET)
+    console_errors(browser)  # the logviewer's 401
     shown = wait_until(lambda: read_all(browser, "pre#log", "e.textContent"), timeout=30, interval=0.5,
                        message=f"the worker log at {href}")[0]
     name = unquote(href.split("file=", 1)[1].split("&")[0])
@@ -248,6 +325,15 @@ def _confirm_dialog(browser):
 
 def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     dev, ids = cluster
+    # An admin login acts without typing the secret again (cancelled here).
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])")
+    browser.find_element(By.ID, "action-deactivate").click()
+    dialog = _confirm_dialog(browser)
+    assert not dialog.find_element(By.ID, "confirm-secret").is_displayed()
+    dialog.find_element(By.ID, "confirm-cancel").click()
+    # A read-only login is asked for the admin's secret.
+    browser.get(f"{dev.ui_url}/login?next=/topology.html?id={ids['wc']}")
+    log_in(browser, READONLY_SECRET)
     load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])")
     browser.find_element(By.ID, "action-deactivate").click()
     dialog = _confirm_dialog(browser)
@@ -256,11 +342,12 @@ def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     secret.send_keys("not-the-secret")
     dialog.find_element(By.ID, "confirm-ok").click()
     refusal = wait_until(lambda: [e for e in dialog.find_elements(By.CSS_SELECTOR, ".refusal") if e.is_displayed()],
-                         timeout=15, interval=0.2, message="the 403's message in the dialog")[0]
-    assert "auth" in refusal.text, refusal.text
+                         timeout=15, interval=0.2, message="the 401's message in the dialog")[0]
+    assert "auth" in refusal.text and "wrong bearer secret" in refusal.text, refusal.text
     assert status_in_list(dev.conf_dir, "wc") == "ACTIVE"
+    assert "/login" not in browser.current_url  # a refused action stays on the page
     # The browser logs the refused request itself; nothing else may be there.
-    assert all("/deactivate" in e and "403" in e for e in console_errors(browser))
+    assert all("/deactivate" in e and "401" in e for e in console_errors(browser))
     secret.send_keys(SECRET)
     dialog.find_element(By.ID, "confirm-ok").click()
     wait_until(lambda: status_in_list(dev.conf_dir, "wc") == "INACTIVE", timeout=30, interval=0.5,

@@ -1,19 +1,23 @@
 """`storm-py ui` on a real dev cluster (ZooKeeper, Nimbus, two supervisors, worker processes, the UI
 daemon), secured with nimbus.authentication.secret: every REST answer has the shape of Storm's
 own UI fixtures, its figures move as the topologies run, the POST actions change the topology as
-the CLI does (and need the bearer secret), /metrics parses with prometheus-client, bad requests
-get 404/400 naming the culprit, a stalled spout is explained in words (REST and `monitor`), and
-the UI answers 503 while Nimbus is down and recovers when it returns."""
+the CLI does (and need the admin's bearer secret: a read-only one is refused), every read needs a
+bearer too (401 without), /metrics parses with prometheus-client, bad requests get 404/400 naming
+the culprit, a stalled spout is explained in words (REST and `monitor`), and the UI answers 503
+while Nimbus is down and recovers when it returns."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from typing import Any
 
 import pytest
+import ui_http
 from devcluster_helpers import ROOT, processes_under, status_in_list, storm_py, submit
 from prometheus_client.parser import text_string_to_metric_families
 from testutil import wait_until
-from ui_http import get, post, request
+from ui_http import post
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape
 
 from daemons.devcluster import DevCluster
@@ -23,12 +27,23 @@ pytestmark = [pytest.mark.timeout(420), pytest.mark.zk, pytest.mark.cluster, pyt
 if shutil.which("java") is None:
     pytest.skip("dev-cluster needs Java and the Debian zookeeper package", allow_module_level=True)
 
-SECRET = "ui-test-secret"
+SECRET, READONLY_SECRET = "ui-test-secret", "ui-test-reader"
 CONF = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
         "supervisor.heartbeat.frequency.secs": 1, "nimbus.thrift.timeout": 3,
-        "nimbus.authentication.secret": SECRET}
+        "nimbus.authentication.secret": SECRET, "ui.readonly.secret": READONLY_SECRET}
 EXCLAMATION = ROOT / "examples" / "exclamation" / "topology.py"
 STALLING = ROOT / "tests" / "devcluster" / "topologies" / "stalling" / "topology.py"
+
+
+def get(base: str, path: str, **params: Any) -> Any:
+    """The JSON of a GET that must answer 200, with the admin's bearer (every read needs one)."""
+    return ui_http.get(base, path, token=SECRET, **params)
+
+
+def request(base: str, method: str, path: str, body: Any = None, token: str | None = SECRET,
+            **params: Any) -> tuple[int, Any, str]:
+    """ui_http.request presenting the admin's bearer unless told otherwise (token=None: none)."""
+    return ui_http.request(base, method, path, body=body, token=token, **params)
 
 
 def spout_emitted(base: str, storm_id: str) -> int:
@@ -37,6 +52,7 @@ def spout_emitted(base: str, storm_id: str) -> int:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    stack = contextlib.ExitStack()
     base = tmp_path_factory.mktemp("ui") / "dev"
     dev = DevCluster(base, supervisors=2, slots=2, user_conf=CONF)
     try:
@@ -48,6 +64,7 @@ def cluster(tmp_path_factory):
         yield dev, ids
     finally:
         dev.stop()
+        stack.close()
         left = processes_under(base)
         assert not left, f"processes left behind: {[p.pid for p in left]}"
 
@@ -106,9 +123,11 @@ def test_actions_need_the_secret_and_change_the_topology_as_the_cli_does(cluster
     dev, ids = cluster
     base, storm_id = dev.ui_url, ids["demo"]
     status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate")
-    assert status == 403 and body["error"] == "auth" and "Authorization: Bearer" in body["errorMessage"]
+    assert status == 401 and body["error"] == "auth" and "Authorization: Bearer" in body["errorMessage"]
     status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate", token="wrong")
-    assert status == 403 and "wrong" in body["errorMessage"]
+    assert status == 401 and "wrong" in body["errorMessage"]
+    status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate", token=READONLY_SECRET)
+    assert status == 403 and f"read-only credentials cannot deactivate {storm_id}" in body["errorMessage"]
     assert status_in_list(dev.conf_dir, "demo") == "ACTIVE"
     status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate", token=SECRET)
     assert (status, body) == (200, {"topologyOperation": "deactivate", "topologyId": storm_id, "status": "success"})
@@ -218,7 +237,7 @@ def test_log_levels_through_the_rest_api_reach_the_workers(cluster):
     logger = "ui_rest_demo.bolts"
     status, body = post(base, f"/api/v1/topology/{storm_id}/logconfig",
                         {"namedLoggerLevels": {logger: {"target_level": "DEBUG", "timeout": 60}}})
-    assert status == 403 and body["error"] == "auth"
+    assert status == 401 and body["error"] == "auth"
     status, body = post(base, f"/api/v1/topology/{storm_id}/logconfig",
                         {"namedLoggerLevels": {logger: {"target_level": "DEBUG", "timeout": 60}}}, token=SECRET)
     assert status == 200 and body["namedLoggerLevels"][logger]["target_level"] == "DEBUG", body
@@ -241,6 +260,30 @@ def test_log_links_open_the_workers_log_through_the_logviewer(cluster):
     links = {e["workerLogLink"] for e in comp["executorStats"]}
     assert links and all(link.startswith("http://127.0.0.1:") for link in links), links
     for link in links:
+        status, page, ctype = request(link + "&start=0", "GET", "", token=None)  # the logviewer's own rule
+        assert status == 401 and "<pre id=log>" not in page and "action='/login'" in page, (link, status)
         status, page, ctype = request(link + "&start=0", "GET", "")  # the log's first page
         assert status == 200 and ctype.startswith("text/html") and "<pre id=log>" in page, (link, status)
         assert ids["demo"] in page  # the worker logs its topology id when it starts
+
+
+def test_reads_need_credentials_and_a_reader_reads(cluster):
+    dev, ids = cluster
+    base, storm_id = dev.ui_url, ids["demo"]
+    for path in ("/api/v1/cluster/summary", f"/api/v1/topology/{storm_id}", "/metrics"):
+        status, body, ctype = request(base, "GET", path, token=None)
+        assert status == 401 and ctype.startswith("application/json") and "credentials" in body["errorMessage"]
+        assert storm_id not in str(body)
+        assert request(base, "GET", path, token="wrong")[0] == 401
+        assert request(base, "GET", path, token=READONLY_SECRET)[0] == 200
+    status, page, ctype = request(base, "GET", "/", token=None)
+    assert status == 401 and ctype.startswith("text/html") and "action='/login'" in page
+    configuration = get(base, "/api/v1/cluster/configuration")
+    assert configuration["ui.readonly.secret"] == "********"
+    assert READONLY_SECRET not in str(get(base, f"/api/v1/topology/{storm_id}"))
+    status, body = post(base, f"/api/v1/topology/{storm_id}/kill/0", token=READONLY_SECRET)
+    assert status == 403 and f"read-only credentials cannot kill {storm_id}" in body["errorMessage"]
+    assert status_in_list(dev.conf_dir, "demo") is not None
+    ui_log = (dev.log_dir / "ui.log").read_text()
+    assert f"refused kill of {storm_id} from 127.0.0.1: read-only credentials" in ui_log
+    assert "from 127.0.0.1: wrong bearer secret" in ui_log and SECRET not in ui_log

@@ -1,6 +1,6 @@
 """`storm-py local FILE --ui-port 0` serves the same REST API and /metrics over the local run (the
-same checks as on a dev cluster: Storm's fixture shapes, moving figures, actions with the bearer
-secret, bad requests), prints where, and stops with the run."""
+same checks as on a dev cluster: Storm's fixture shapes, moving figures, reads and actions with the
+bearer secret, bad requests), prints where, and stops with the run."""
 
 from __future__ import annotations
 
@@ -8,17 +8,28 @@ import re
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+import ui_http
 from prometheus_client.parser import text_string_to_metric_families
 from testutil import CLI_ENV, ROOT, stop_process, wait_until
-from ui_http import get, post, request
+from ui_http import post
 from ui_shape import assert_shape
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.cluster, pytest.mark.slow]
 
 SECRET = "local-secret"
 EXCLAMATION = ROOT / "examples" / "exclamation" / "topology.py"
+
+
+def get(base: str, path: str, **params: Any) -> Any:
+    """A REST read with the bearer secret (with a secret set, every read needs it)."""
+    return ui_http.get(base, path, token=SECRET, **params)
+
+
+def request(base: str, method: str, path: str, token: str | None = SECRET, **params: Any) -> tuple[int, Any, str]:
+    return ui_http.request(base, method, path, token=token, **params)
 
 
 @pytest.fixture
@@ -62,7 +73,8 @@ def test_the_local_run_serves_storms_rest_api(local_run):
     assert_shape("topology-visualization", get(base, f"/api/v1/topology/{storm_id}/visualization"))
     assert get(base, f"/api/v1/topology-workers/{storm_id}")["hostPortList"]
 
-    assert post(base, f"/api/v1/topology/{storm_id}/deactivate")[0] == 403
+    assert post(base, f"/api/v1/topology/{storm_id}/deactivate")[0] == 401
+    assert request(base, "GET", "/api/v1/cluster/summary", token=None)[0] == 401
     status, body = post(base, f"/api/v1/topology/{storm_id}/deactivate", token=SECRET)
     assert status == 200 and body["status"] == "success"
     detail = get(base, f"/api/v1/topology/{storm_id}")

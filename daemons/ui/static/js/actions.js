@@ -1,6 +1,6 @@
-// Topology actions behind a confirmation dialog. When the cluster has a secret, the dialog asks
-// for it (once per browser session) and the POST sends it as the bearer header; a refusal
-// shows the 403's message in the dialog.
+// Topology actions behind a confirmation dialog. When the cluster has a secret and the login is not
+// the admin's, the dialog asks for it (once per browser session) and the POST sends it as the
+// bearer header; a refusal (401 wrong secret, 403 read-only) shows its message in the dialog.
 import { clusterNeedsSecret, post, secret } from "./api.js";
 import { el } from "./dom.js";
 
@@ -38,8 +38,8 @@ export async function confirmAction({ title, text, fields = [], run }) {
         refusal.textContent = `${e.error || "refused"}: ${e.message}`;
         refusal.hidden = false;
         ok.disabled = false;
-        if (e.status === 403) {
-          secretLabel.hidden = false; // the secret was wrong (or missing): ask for it again
+        if (e.status === 401 || e.status === 403) {
+          secretLabel.hidden = false; // the secret was wrong, or may not act: ask for it again
           secretInput.value = "";
         }
       }
