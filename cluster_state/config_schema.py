@@ -228,6 +228,8 @@ SCHEMA: dict[str, Rule] = {
     "storm.zookeeper.topology.auth.scheme": _str(nullable=True),
     "storm.zookeeper.topology.auth.payload": _str(nullable=True),
     "storm.zookeeper.superACL": _str(nullable=True),
+    "storm.messaging.curve.public": _str(nullable=True),
+    "storm.messaging.curve.secret": _str(nullable=True),
     # local disk and identity
     "storm.local.dir": _str(),
     "storm.log.dir": _str(nullable=True),

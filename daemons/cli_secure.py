@@ -24,8 +24,9 @@ def secure() -> None:
 @common_options
 def credentials_cmd(conf, write: bool) -> None:
     """Make fresh credentials: ZooKeeper digest credentials for the daemons (each topology's own
-    identity is derived from them) and the secret of Nimbus's RPC, the UI and the logviewer.
-    Every daemon and client of the cluster needs the same storm.yaml values."""
+    identity is derived from them), the secret of Nimbus's RPC, the UI and the logviewer, and
+    the cluster's CurveZMQ key pair (links between workers and to Nimbus encrypted, open only to
+    its holders). Every daemon and client of the cluster needs the same storm.yaml values."""
     from cluster_state.acl_upgrade import new_credentials
 
     fresh = new_credentials()

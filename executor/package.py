@@ -49,7 +49,7 @@ EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 # settings): a worker takes them from its supervisor's config, never from a topology's, so a
 # submitter's `-c storm.zookeeper.port=1` cannot cut every worker off from ZooKeeper.
 DAEMON_KEY_PREFIXES = ("storm.zookeeper.", "nimbus.", "supervisor.", "ui.", "logviewer.", "drpc.",
-                       "pacemaker.", "dev.zookeeper.")
+                       "pacemaker.", "dev.zookeeper.", "storm.messaging.curve.")
 DAEMON_KEYS = frozenset({"storm.local.dir", "storm.local.hostname", "storm.log.dir", "storm.package.max.bytes"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DRIVE = re.compile(r"[A-Za-z]:")

@@ -96,10 +96,11 @@ class ProcessRuntime:
         """The worker owns this process: apply the topology's process-wide settings."""
         apply_gc_thresholds(conf)
 
-    def transport(self, host: str):
+    def transport(self, host: str, conf: Mapping[str, Any]):
+        from executor.transport.curve import curve_keys
         from executor.transport.zmq import ZmqTransport
 
-        return ZmqTransport(bind_host=host)
+        return ZmqTransport(bind_host=host, curve=curve_keys(conf))
 
     def address(self, host: str, port: int, storm_id: str):
         return (host, port)
@@ -160,7 +161,7 @@ class WorkerProcess(Service):
         spec = WorkerSpec(self.storm_id, self.conf, layout, mine,
                           self.runtime.address(self.host, self.port, self.storm_id),
                           self._task_addresses(assignment), port=self.port)
-        transport = self.runtime.transport(self.host)
+        transport = self.runtime.transport(self.host, self.conf)
         self.on_stop(transport.close, "transport")
         self.worker = Worker(spec, topology, transport, self.topology_status,
                              self.runtime.events(self.storm_id, self._on_component_error, self._on_executor_died))

@@ -35,7 +35,7 @@ class WorkerRuntime(Protocol):
     def load_topology(self, storm_id: str, code_dir: Path) -> StormTopology:
         """The topology's live objects; InvalidTopologyError when they cannot be had."""
 
-    def transport(self, host: str) -> Transport:
+    def transport(self, host: str, conf: Mapping[str, Any]) -> Transport:
         """The transport between workers (closed by the worker)."""
 
     def address(self, host: str, port: int, storm_id: str) -> Hashable:

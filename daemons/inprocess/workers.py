@@ -69,7 +69,7 @@ class InProcessRuntime:
         except NotAliveError as exc:
             raise InvalidTopologyError(str(exc)) from None
 
-    def transport(self, host: str):
+    def transport(self, host: str, conf: Mapping[str, Any]):
         return self.hub.transport()
 
     def address(self, host: str, port: int, storm_id: str):

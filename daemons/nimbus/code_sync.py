@@ -22,6 +22,7 @@ from daemons.rpc.client import RpcClient
 from daemons.rpc.code_transfer import CONF_FILE, PACKAGE_FILE, DownloadError, DownloadRetries, fetch_file
 from daemons.rpc.protocol import REMOTE_ERRORS
 from executor.package import PackageError, verify_package
+from executor.transport.curve import curve_keys
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class CodeSync:
             host, _, port = peer.rpartition(":")
             client = self._clients[peer] = RpcClient(
                 host, int(port), timeout_secs=float(self.conf["nimbus.thrift.timeout"]),
-                secret=self.conf.get("nimbus.authentication.secret") or None)
+                secret=self.conf.get("nimbus.authentication.secret") or None, curve=curve_keys(self.conf))
         return client
 
     def close(self) -> None:

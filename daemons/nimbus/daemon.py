@@ -39,6 +39,7 @@ from daemons.rpc.protocol import NotLeaderError, UnavailableError, not_leader_me
 from daemons.rpc.server import RpcServer
 from executor.lifecycle import PeriodicThread, Service
 from executor.package import storm_py_version
+from executor.transport.curve import curve_keys
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class Nimbus(Service):
                                      require_leader=self.require_leader, nimbus_rows=self.nimbus_rows)
             self.rpc = self.start_child(RpcServer(
                 host, port, handlers,
-                secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc"))
+                secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc", curve=curve_keys(conf)))
         self.start_child(self._monitor)
         if isinstance(self._latch, LeaderLatch):
             self._latch.identity_owned = self.rpc is not None

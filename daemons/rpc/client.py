@@ -28,6 +28,7 @@ import zmq
 
 from cluster_state.config import ConfigError, default_config
 from daemons.rpc.protocol import NotLeaderError, UnreachableError, decode_reply, encode_request
+from executor.transport.curve import CurveConfigError, CurveKeys, curve_keys, secure_client
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def connect_endpoint(host: str, port: int) -> str:
 
 class RpcClient:
     def __init__(self, host: str | Sequence[str], port: int, *, timeout_secs: float,
-                 secret: str | None = None, peer_name: str = "Nimbus"):
+                 secret: str | None = None, peer_name: str = "Nimbus", curve: CurveKeys | None = None):
         hosts = [host] if isinstance(host, str) else list(host)
         if not hosts or not all(isinstance(h, str) and h for h in hosts):
             raise ValueError(f"RpcClient needs at least one host name, got {host!r}")
@@ -56,6 +57,7 @@ class RpcClient:
         self.timeout_secs = float(timeout_secs)
         self.peer_name = peer_name
         self._secret = secret
+        self._curve = curve
         self._lock = threading.Lock()
         self._sock: zmq.Socket | None = None
         self._current: tuple[str, int] = (hosts[0], port)  # the endpoint that answered last
@@ -144,6 +146,7 @@ class RpcClient:
         try:
             if ":" in host.strip("[]"):
                 sock.ipv6 = True
+            secure_client(sock, self._curve)
             sock.connect(connect_endpoint(host, port))
         except zmq.ZMQError as exc:  # e.g. a malformed host: that seed is unreachable
             log.debug("cannot connect to %s:%s: %s", host, port, exc)
@@ -157,7 +160,10 @@ class RpcClient:
             self._sock = None
 
     def _unreachable_text(self) -> str:
-        return f"cannot reach {self.peer_name} at {', '.join(self.addresses)} within {self.timeout_secs:g}s"
+        text = f"cannot reach {self.peer_name} at {', '.join(self.addresses)} within {self.timeout_secs:g}s"
+        if self._curve is not None:  # a handshake refused for the key looks the same from here
+            text += " (or it does not accept this cluster's CURVE key: check storm.messaging.curve.*)"
+        return text
 
 
 def _address(endpoint: tuple[str, int]) -> str:
@@ -194,4 +200,8 @@ def client_from_conf(conf: Mapping[str, Any]) -> RpcClient:
     secret = _conf_value(conf, SECRET_KEY)
     if secret is not None and not isinstance(secret, str):
         raise ConfigError(f"config key {SECRET_KEY!r} must be a string, got {type(secret).__name__}")
-    return RpcClient([s.strip() for s in seeds], port, timeout_secs=timeout, secret=secret or None)
+    try:
+        curve = curve_keys(conf)
+    except CurveConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    return RpcClient([s.strip() for s in seeds], port, timeout_secs=timeout, secret=secret or None, curve=curve)

@@ -36,6 +36,7 @@ from daemons.rpc.protocol import (
 )
 from executor.errors import ClearError
 from executor.lifecycle import Service
+from executor.transport.curve import CurveKeys, release_server, secure_server
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,8 @@ def bind_endpoint(host: str, port: int) -> str:
 
 class RpcServer(Service):
     def __init__(self, host: str, port: int, handlers: Mapping[str, Handler], *, secret: str | None = None,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, name: str = "rpc-server"):
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, name: str = "rpc-server",
+                 curve: CurveKeys | None = None):
         super().__init__(name)
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ValueError(f"{name}: port must be an int in 0..65535, got {port!r}")
@@ -77,6 +79,7 @@ class RpcServer(Service):
         self._requested_port = port
         self._handlers: dict[str, Handler] = {"ping": self._ping, **dict(handlers)}
         self._secret = secret.encode("utf-8") if secret else None
+        self._curve = curve  # CurveZMQ: encrypted, and only clients holding the cluster's key connect
         self.max_request_bytes = max_request_bytes
         self._stop_event = threading.Event()
         self._bound = threading.Event()
@@ -120,10 +123,12 @@ class RpcServer(Service):
         sock.setsockopt(zmq.MAXMSGSIZE, self.max_request_bytes * _ZMQ_LIMIT_FACTOR)
         if ":" in self.host.strip("[]"):
             sock.ipv6 = True
+        secure_server(sock, self._curve)
         endpoint = bind_endpoint(self.host, self._requested_port)
         try:
             sock.bind(endpoint)
         except zmq.ZMQError as exc:
+            release_server(sock)
             sock.close()
             self._bind_error = BindError(
                 f"{self.name}: cannot listen on {self.host}:{self._requested_port}: {exc.strerror}",
@@ -150,6 +155,7 @@ class RpcServer(Service):
         except Exception as exc:  # zmq itself failed: this server cannot go on
             self.fatal(f"socket thread failed: {exc}", exc)
         finally:
+            release_server(sock)
             sock.close(linger=0)
 
     def _serve_one(self, sock: zmq.Socket) -> None:

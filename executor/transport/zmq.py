@@ -14,6 +14,10 @@ that is down, `try_send` refuses instead. A peer that dies and comes back on the
 reconnected by ZeroMQ (every `reconnect_ivl_ms`, backing off to `reconnect_ivl_max_ms`)
 without the sender doing anything. A payload is sent once; what was in flight to a dying peer
 may be lost (the acker replays it).
+
+With the cluster's CURVE keys (`curve`, executor/transport/curve.py) the PULL is a CURVE server
+and every PUSH a CURVE client: payloads are encrypted and a peer without the key is refused. A
+refused handshake is logged by the sender naming the peer, once until it succeeds.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import time
 import zmq
 
 from executor.transport.base import Address, BindError, TransportError
+from executor.transport.curve import CurveKeys, release_server, secure_client, secure_server
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +39,8 @@ log = logging.getLogger(__name__)
 # ZMQ_IMMEDIATE starts queueing onto the connection), and stops when it disconnects.
 _UP = zmq.EVENT_HANDSHAKE_SUCCEEDED
 _DOWN = zmq.EVENT_DISCONNECTED | zmq.EVENT_MONITOR_STOPPED
+_REFUSED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 _EVENT = struct.Struct("=HI")  # a monitor message's first frame: event id, value
 _UNBIND_WAIT = 2.0             # seconds close() waits for the listener to be gone
 
@@ -72,6 +79,7 @@ class ZmqReceiver:
             sock.setsockopt(zmq.RCVBUF, transport.rcvbuf)
         if ":" in bind_host:
             sock.setsockopt(zmq.IPV6, 1)
+        secure_server(sock, transport.curve)
         # Watches the listener so that close() returns only once the port is free again.
         self._monitor = sock.get_monitor_socket(zmq.EVENT_CLOSED)
         try:
@@ -79,6 +87,7 @@ class ZmqReceiver:
         except zmq.ZMQError as exc:
             sock.disable_monitor()
             self._monitor.close(0)
+            release_server(sock)
             sock.close(0)
             raise BindError(f"cannot bind the worker's receiver on {_endpoint(bind_host, port)}: "
                             f"{zmq.strerror(exc.errno).lower()}") from None
@@ -122,19 +131,21 @@ class ZmqReceiver:
         finally:
             sock.disable_monitor()
             monitor.close(0)
+            release_server(sock)
             sock.close(0)
             self._transport._closed_one()
             log.info("receiver on %s closed", self._endpoint)
 
 
 class _Peer:
-    __slots__ = ("socket", "monitor", "endpoint", "connected")
+    __slots__ = ("socket", "monitor", "endpoint", "connected", "refused")
 
     def __init__(self, sock: zmq.Socket, monitor: zmq.Socket, endpoint: str):
         self.socket = sock
         self.monitor = monitor
         self.endpoint = endpoint
         self.connected = False
+        self.refused = False  # its handshake failed since the last success (logged once)
 
 
 class ZmqSender:
@@ -169,7 +180,8 @@ class ZmqSender:
             sock.setsockopt(zmq.SNDBUF, t.sndbuf)
         if ":" in host:
             sock.setsockopt(zmq.IPV6, 1)
-        monitor = sock.get_monitor_socket(_UP | _DOWN)
+        secure_client(sock, t.curve)
+        monitor = sock.get_monitor_socket(_UP | _DOWN | _REFUSED)
         endpoint = _endpoint(host, port)
         sock.connect(endpoint)  # asynchronous: resolving and connecting happen on zmq's I/O thread
         self._peers[address] = _Peer(sock, monitor, endpoint)
@@ -226,7 +238,15 @@ class ZmqSender:
             except zmq.Again:
                 return
             event = _EVENT.unpack_from(frames[0])[0]
+            if event & _REFUSED:
+                if not peer.refused:
+                    peer.refused = True
+                    log.warning("the handshake with %s failed: it does not hold this cluster's CURVE key, or "
+                                "this worker does not hold its (storm.messaging.curve.*)", peer.endpoint)
+                continue
             up = event == _UP
+            if up:
+                peer.refused = False
             if up != peer.connected:
                 peer.connected = up
                 log.info("%s %s", "connected to" if up else "lost connection to", peer.endpoint)
@@ -238,12 +258,12 @@ class ZmqTransport:
     wildcard; default: the host of the address given to bind). `hwm`: SNDHWM and RCVHWM in
     messages. `linger_ms`: how long close() lets queued payloads leave. `sndbuf`/`rcvbuf`:
     kernel buffer sizes in bytes (default: the OS's). `max_msg_bytes`: larger incoming
-    messages drop their connection."""
+    messages drop their connection. `curve`: the cluster's CURVE keys (None: in clear)."""
 
     def __init__(self, context: zmq.Context | None = None, *, bind_host: str | None = None, hwm: int = 64,
                  linger_ms: int = 1000, reconnect_ivl_ms: int = 100, reconnect_ivl_max_ms: int = 1000,
                  heartbeat_ivl_ms: int = 1000, heartbeat_timeout_ms: int = 6000, sndbuf: int | None = None,
-                 rcvbuf: int | None = None, max_msg_bytes: int | None = None):
+                 rcvbuf: int | None = None, max_msg_bytes: int | None = None, curve: CurveKeys | None = None):
         if bind_host is not None and bind_host in ("*", "0.0.0.0", "::", ""):
             raise TransportError(f"bind_host must be the worker's own host, not the wildcard {bind_host!r}")
         if hwm < 1:
@@ -262,6 +282,7 @@ class ZmqTransport:
         self.sndbuf = sndbuf
         self.rcvbuf = rcvbuf
         self.max_msg_bytes = max_msg_bytes
+        self.curve = curve
         self._lock = threading.Lock()
         self._open = 0
         self._closed = False

@@ -86,7 +86,7 @@ def test_instances_satisfy_the_runtime_checkable_protocols(tmp_path):
             CodeSource: (NimbusCode(conf), LiveSupervisorCode(conf, code)),
             TopologyCodeStore: (CodeStore(tmp_path / "nimbus"), code),
             WorkerRuntime: (ProcessRuntime(), runtime),
-            Transport: (zmq_transport, runtime.transport("localhost")),
+            Transport: (zmq_transport, runtime.transport("localhost", {})),
         }
         for proto, objs in instances.items():
             assert {type(o) for o in objs} == set(SEAMS[proto])
