@@ -33,6 +33,8 @@ usage: python3 bench/scaling.py [--seconds 15] [--warmup 5] [--only acked|unacke
                                 [--conf KEY=YAML ...]  (topology config for every run)
                                 [--rate R]     (sentences/s offered in all, instead of flat out)
                                 [--no-bytewax] [--bytewax-python PY] [--peer-dir DIR]
+                                [--curve]      (the cluster with CurveZMQ keys: encrypted links
+                                                between workers and to Nimbus)
 """
 
 from __future__ import annotations
@@ -500,7 +502,7 @@ def run_one(dev: DevCluster, topology_file: Path, run_dir: Path, mode: str, work
         errors = last_errors(dev, name)
     finally:
         kill_and_wait(dev, name)
-    return result(mode, workers, rep, conf, mean, m, where, errors, up_secs)
+    return {**result(mode, workers, rep, conf, mean, m, where, errors, up_secs), "curve": bool(args.curve)}
 
 
 def result(mode: str, workers: int, rep: int, conf: dict, mean: float, m: dict, where: dict,
@@ -623,6 +625,7 @@ def parse_args(argv=None):
                     help="a topology config key for every run, e.g. topology.worker.gc.thresholds='[0]' "
                          "(repeatable; for experiments)")
     ap.add_argument("--no-bytewax", action="store_true", help="skip the Bytewax run")
+    ap.add_argument("--curve", action="store_true", help="CurveZMQ keys for the cluster (encrypted links)")
     ap.add_argument("--bytewax-python", default="/tmp/bw/bin/python")
     ap.add_argument("--peer-dir", type=Path, default=ROOT.parent / "shared" / "peers")
     args = ap.parse_args(argv)
@@ -646,7 +649,9 @@ def run_all(args, base: Path) -> list[dict]:
     mean = mean_words(topology_file.parent)
     modes = [m for m in MODES if not args.only or m in args.only]
     counts = [w for w in WORKER_COUNTS if not args.workers or w in args.workers]
-    dev = DevCluster(base / "cluster", supervisors=1, slots=2, user_conf=FAST)
+    from executor.transport.curve import new_keys
+
+    dev = DevCluster(base / "cluster", supervisors=1, slots=2, user_conf={**FAST, **(new_keys() if args.curve else {})})
     lines = []
     try:
         dev.start()

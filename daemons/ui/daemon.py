@@ -8,6 +8,7 @@ import logging
 from typing import Any, Mapping
 
 from daemons.http_server import BindError, WsgiServer
+from daemons.https_server import TlsWsgiServer, http_disabled, tls_settings
 from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.client import client_from_conf
 from daemons.ui.app import make_app
@@ -31,6 +32,7 @@ class UiServer(Service):
         self._nimbus = nimbus
         self._nimbus_address = nimbus_address
         self.server: WsgiServer | None = None
+        self.https: TlsWsgiServer | None = None   # with ui.https.port (daemons/https_server.py)
 
     @property
     def port(self) -> int | None:
@@ -38,7 +40,8 @@ class UiServer(Service):
 
     @property
     def url(self) -> str:
-        return "" if self.server is None else self.server.url
+        served = self.server or self.https
+        return "" if served is None else served.url
 
     def _on_start(self) -> None:
         nimbus, address = self._nimbus, self._nimbus_address
@@ -47,5 +50,11 @@ class UiServer(Service):
             self.on_stop(client.close, "Nimbus client")
             nimbus, address = client, (client.hosts[0], client.port)
         host, port = address or ("localhost", 0)
-        self.server = self.start_child(WsgiServer("ui", make_app(nimbus, self.conf, host, port), self._host, self._port))
-        log.info("UI serving Storm's REST API on %s (Nimbus at %s:%s)", self.url, host, port)
+        app = make_app(nimbus, self.conf, host, port)
+        tls = tls_settings(self.conf, "ui")  # checked before anything listens
+        if not http_disabled(self.conf, "ui"):
+            self.server = self.start_child(WsgiServer("ui", app, self._host, self._port))
+        if tls is not None:
+            self.https = self.start_child(TlsWsgiServer("ui", app, self._host, tls))
+        log.info("UI serving Storm's REST API on %s (Nimbus at %s:%s)",
+                 " and ".join(s.url for s in (self.server, self.https) if s is not None), host, port)
