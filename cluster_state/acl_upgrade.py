@@ -24,15 +24,12 @@ DAEMON_USER = "storm-py"
 
 
 def new_credentials() -> dict[str, str]:
-    """Fresh daemon credentials for ZooKeeper (digest), a secret for Nimbus, the UI and the
-    logviewer, and the cluster's CurveZMQ key pair (executor/transport/curve.py)."""
-    from executor.transport.curve import new_keys
-
+    """Fresh daemon credentials for ZooKeeper (digest) and a secret for Nimbus, the UI and the
+    logviewer (`storm-py secure credentials` adds the CurveZMQ key pair)."""
     return {
         "storm.zookeeper.auth.scheme": "digest",
         "storm.zookeeper.auth.payload": f"{DAEMON_USER}:{secrets.token_urlsafe(24)}",
         "nimbus.authentication.secret": secrets.token_urlsafe(32),
-        **new_keys(),
     }
 
 

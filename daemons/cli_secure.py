@@ -28,8 +28,9 @@ def credentials_cmd(conf, write: bool) -> None:
     the cluster's CurveZMQ key pair (links between workers and to Nimbus encrypted, open only to
     its holders). Every daemon and client of the cluster needs the same storm.yaml values."""
     from cluster_state.acl_upgrade import new_credentials
+    from executor.transport.curve import new_keys
 
-    fresh = new_credentials()
+    fresh = {**new_credentials(), **new_keys()}
     text = yaml.safe_dump(fresh, default_flow_style=False, sort_keys=False)
     if not write:
         click.echo("# storm-py secure credentials: add to the storm.yaml of every daemon and client\n" + text, nl=False)
