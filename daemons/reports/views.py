@@ -429,6 +429,7 @@ def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sy
     executors run and what it subscribes to (with the acker's streams when sys=1)."""
     topo = _Topo.of(details)
     out = {}
+    culprits = holding_back(details["components"], topo.component_records)
     spouts = [c["id"] for c in details["components"] if c["kind"] == "spout"]
     bolts = [c["id"] for c in details["components"] if c["kind"] == "bolt"]
     for comp in topo.shown(include_sys):
@@ -442,7 +443,9 @@ def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sy
         latency = f.get("complete_latency_ms") if kind == "spout" else f.get("execute_latency_ms")
         out[cid] = {
             ":type": kind, ":capacity": float(round(f.get("capacity", 0.0), 3)), ":latency": fmt.fixed3(latency),
-            ":backpressure": bool(f["backpressure"]),
+            # the consumer whose full queue holds its producers back: the page reddens the edges
+            # into it (the executor's own flag means its output is blocked, i.e. downstream)
+            ":backpressure": cid in culprits,
             ":stats": [{":host": e.get("host") or "", ":port": int(e.get("port") or 0),
                         ":uptime_secs": int(e.get("uptime_secs") or 0)} for e in topo.executors_of(cid)],
             ":inputs": [{":component": c, ":stream": s, ":sani-stream": _UNSAFE_STREAM.sub("_", s),
@@ -487,8 +490,8 @@ def diagnose(topo: _Topo) -> list[str]:
     for sid, port, n in d.get("worker_restarts", []):
         out.append(f"the worker on {sid} port {port} restarted {n} time(s): see its log and lastError")
     max_pending = d["conf"].get("topology.max.spout.pending")
-    congested = [c["id"] for c in d["components"] if c["kind"] != "spout"
-                 and _full(topo.component_records(c["id"]))]
+    culprits = holding_back(d["components"], topo.component_records)
+    congested = [c["id"] for c in d["components"] if c["id"] in culprits]
     for comp in d["components"]:
         if comp["kind"] != "spout":
             continue
@@ -505,8 +508,10 @@ def diagnose(topo: _Topo) -> list[str]:
         out += _mostly_waiting(comp["id"], recs)
     for comp in congested:
         recs = topo.component_records(comp)
+        held = culprits[comp]
         out.append(f"bolt {comp} is saturated: its receive queue holds {sum(r.queue_population for r in recs)} "
-                   f"of {sum(r.queue_capacity for r in recs)}")
+                   f"of {sum(r.queue_capacity for r in recs)}"
+                   + (f" (it holds back {', '.join(held)}, whose output waits for it)" if held else ""))
     return out
 
 
@@ -528,7 +533,36 @@ def _mostly_waiting(spout: str, recs: list[ExecutorStats], window: str = "600", 
     return out
 
 
-def _full(recs: list[ExecutorStats]) -> bool:
-    """A receive queue at least 90% full, or the executor's own output held up."""
-    return any(r.queue_capacity and r.queue_population >= 0.9 * r.queue_capacity for r in recs) or \
-        any(r.backpressure for r in recs)
+def _fill(recs: list[ExecutorStats]) -> float:
+    """How full the fullest receive queue of a component is (0..1)."""
+    return max((r.queue_population / r.queue_capacity for r in recs if r.queue_capacity), default=0.0)
+
+
+def holding_back(components: list[Mapping[str, Any]], records_of) -> dict[str, list[str]]:
+    """The components whose receive queues hold the topology back -> the producers they hold
+    back (pure). An executor's back-pressure flag says that its OWN output is blocked
+    (executor/base.py sets it on the producer), so the culprit is downstream of it: among its
+    consumers, those with a queue at least 90% full, else the fullest of those not blocked
+    themselves (a blocked consumer only passes on what holds it back further down, where its
+    own flag leads). A queue that full is a culprit by itself too."""
+    consumers: dict[str, list[str]] = {}
+    for comp in components:
+        for i in comp.get("inputs", ()):
+            consumers.setdefault(i["component"], []).append(comp["id"])
+    fill = {c["id"]: _fill(records_of(c["id"])) for c in components}
+    out: dict[str, list[str]] = {c["id"]: [] for c in components if c["kind"] != "spout" and fill[c["id"]] >= 0.9}
+    blocked = {c["id"] for c in components if any(r.backpressure for r in records_of(c["id"]))}
+    for comp in components:
+        if comp["id"] not in blocked:
+            continue
+        downstream = sorted(set(consumers.get(comp["id"], ())))
+        full = [c for c in downstream if c in out]
+        free = [c for c in downstream if c not in blocked]
+        if not full and free:
+            top = max(fill[c] for c in free)
+            full = [c for c in free if fill[c] == top] if top > 0 else free
+        for c in full:
+            held = out.setdefault(c, [])
+            if comp["id"] not in held:
+                held.append(comp["id"])
+    return out

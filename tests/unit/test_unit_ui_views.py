@@ -208,6 +208,40 @@ def test_back_pressure_names_the_saturated_bolt():
     assert any("back-pressure from split" in r for r in reasons)
 
 
+def with_count(d: dict, count_queue: tuple[int, int]) -> dict:
+    """`details` with a count bolt fed by split (fields grouping), its receive queue as given."""
+    d["components"].append({"id": "count", "kind": "bolt", "tasks": 1,
+                            "inputs": [{"component": "split", "stream": "default", "grouping": "fields"}]})
+    d["executors"].append({"executor": [5, 5], "component": "count", "node": "sup-1", "host": "h1", "port": 6700,
+                           "start_time_secs": 1000, "alive": True, "uptime_secs": 60,
+                           "stats": bolt_record("count", queue_population=count_queue[0],
+                                                queue_capacity=count_queue[1])})
+    d["errors"]["count"] = []
+    return d
+
+
+def test_back_pressure_on_a_bolt_blames_its_full_consumer_not_the_bolt():
+    # split's own output is blocked (its flag) because count's queue is full; split's queue is empty
+    d = with_count(details(spout=spout_record(backpressure=True),
+                           split=bolt_record(backpressure=True, queue_population=0, queue_capacity=65536)),
+                   count_queue=(60000, 65536))
+    reasons = views.diagnosis(d)
+    assert not any("bolt split is saturated" in r for r in reasons), reasons
+    assert any(r.startswith("bolt count is saturated: its receive queue holds 60000 of 65536") and "split" in r
+               for r in reasons), reasons
+    assert any("spout spout is held by back-pressure from count" in r for r in reasons), reasons
+    graph = views.visualization(d)
+    assert graph["count"][":backpressure"] and not graph["split"][":backpressure"]  # the edge into count is red
+
+
+def test_back_pressure_with_no_queue_seen_full_names_the_fullest_consumer():
+    d = with_count(details(split=bolt_record(backpressure=True, queue_population=0, queue_capacity=65536)),
+                   count_queue=(1200, 65536))  # sampled between bursts: not 90% full
+    reasons = views.diagnosis(d)
+    assert any(r.startswith("bolt count is saturated") and "holds back split" in r for r in reasons), reasons
+    assert not any("bolt split" in r for r in reasons), reasons
+
+
 def test_a_spout_mostly_waiting_at_max_pending_over_the_window():
     waited = spout_record(extra={"skipped_ms|max_pending": 500_000})
     assert any("at max pending" in r and "83%" in r for r in views.diagnosis(details(spout=waited)))
