@@ -100,6 +100,14 @@ def _last_error(problem: dict | None, now: float) -> str:
     return short(f"{where} {age}: {problem['error']}" if where else f"{age}: {problem['error']}")
 
 
+def when(seconds: float, now: float | None = None) -> str:
+    """'in 30s (at 14:05:09)': when a wait of `seconds` from `now` ends, in local time."""
+    import time
+
+    at = (time.time() if now is None else now) + seconds
+    return f"in {seconds:.0f}s (at {time.strftime('%H:%M:%S', time.localtime(at))})"
+
+
 def _wait_option(fn):
     return click.option("-w", "--wait", "wait_secs", type=float, default=None, callback=_check_wait,
                         help="Seconds to wait before acting (default: the topology's message timeout; "
@@ -120,8 +128,15 @@ def _check_wait(_ctx, _param, value: float | None) -> float | None:
 @common_options
 def kill(name, wait_secs, conf):
     """Kill a topology: its spouts stop at once, it is removed after the wait."""
-    call(conf, "kill", name=name, wait_secs=wait_secs)
-    click.echo(f"killed topology {name}" + ("" if wait_secs == 0 else " (removed after the wait)"))
+    answer = call(conf, "kill", name=name, wait_secs=wait_secs)
+    left = answer.get("wait_secs") if isinstance(answer, dict) else None
+    if left is None:  # a Nimbus that does not say
+        click.echo(f"killed topology {name}" + ("" if wait_secs == 0 else " (removed after the wait)"))
+    elif left <= 0:
+        click.echo(f"killed topology {name}: removed now")
+    else:
+        click.echo(f"killed topology {name}: its spouts are stopped; it is removed {when(left)} "
+                   f"(in-flight tuples finish meanwhile; -w 0 removes it at once)")
 
 
 @click.command()
@@ -163,7 +178,12 @@ def rebalance(name, wait_secs, num_workers, executors, conf):
     """Redistribute a topology over the cluster, optionally with new worker/executor counts."""
     answer = call(conf, "rebalance", name=name, wait_secs=wait_secs, num_workers=num_workers,
                   executors=_executors(executors) or None)
-    click.echo(f"rebalancing topology {name}")
+    left = answer.get("wait_secs") if isinstance(answer, dict) else None
+    if left is None or left <= 0:
+        click.echo(f"rebalancing topology {name}" + ("" if left is None else " now"))
+    else:
+        click.echo(f"rebalancing topology {name}: its spouts are stopped; its workers are rescheduled "
+                   f"{when(left)} (-w 0: at once)")
     for note in (answer or {}).get("notes", []) if isinstance(answer, dict) else []:
         click.echo(f"note: {note}")
 

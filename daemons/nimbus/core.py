@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from cluster_state.config import ConfigError, merge_configs
 from cluster_state.errors import ClusterStateError, DecodeError
@@ -77,6 +77,11 @@ from executor.structure import TopologyStructure, validate_structure, validate_t
 from executor.submit_rules import check_topology
 
 log = logging.getLogger(__name__)
+
+
+class RebalanceStarted(NamedTuple):
+    notes: list[str]        # what will differ from what was asked
+    seconds_left: float     # until the topology is rescheduled
 
 @dataclass(frozen=True)
 class _Topology:
@@ -203,8 +208,10 @@ class NimbusCore:
         return conf
 
     # ------------------------------------------------------------------ user events
-    def kill(self, name: str, wait_secs: float | None = None) -> None:
-        self._event(name, Kill(wait_secs))
+    def kill(self, name: str, wait_secs: float | None = None) -> float:
+        """Kill; returns the seconds until the topology is removed (its message timeout unless
+        `wait_secs` is given, sooner when an earlier kill's wait ends first)."""
+        return self._seconds_left(self._event(name, Kill(wait_secs)))
 
     def activate(self, name: str) -> None:
         self._event(name, Activate())
@@ -213,8 +220,9 @@ class NimbusCore:
         self._event(name, Deactivate())
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
-                  executors: Mapping[str, int] | None = None) -> list[str]:
-        """Start a rebalance; returns notes on what will differ from what was asked."""
+                  executors: Mapping[str, int] | None = None) -> RebalanceStarted:
+        """Start a rebalance; returns notes on what will differ from what was asked, and the
+        seconds until it happens."""
         with self.lock:
             storm_id = self.resolve(name)
             known = self._topology(storm_id).structure.components
@@ -223,17 +231,21 @@ class NimbusCore:
                     raise InvalidTopologyError(f"rebalance {name}: topology has no component {comp!r} "
                                                f"(components: {', '.join(sorted(known))})")
             slots = sum(len(info.meta) for info in self.cluster.all_supervisor_info().values())
-            self._event(name, Rebalance(wait_secs, num_workers, dict(executors) if executors else None))
-            return rebalance_notes(known, executors, num_workers, slots)
+            state = self._event(name, Rebalance(wait_secs, num_workers, dict(executors) if executors else None))
+            return RebalanceStarted(rebalance_notes(known, executors, num_workers, slots), self._seconds_left(state))
 
-    def _event(self, name: str, event: Event) -> None:
+    def _seconds_left(self, state: TopologyState | None) -> float:
+        deadline = None if state is None else state.deadline_secs
+        return 0.0 if deadline is None else max(0.0, deadline - self.clock())
+
+    def _event(self, name: str, event: Event) -> TopologyState | None:
         with self.lock:
             storm_id = self.resolve(name)
             log.info("topology %s: %s", name, event.name)
-            self._apply(storm_id, event)
+            return self._apply(storm_id, event)
 
-    def _apply(self, storm_id: str, event: Event) -> None:
-        """Run one state-machine step for a topology and carry out its actions."""
+    def _apply(self, storm_id: str, event: Event) -> TopologyState | None:
+        """Run one state-machine step for a topology and carry out its actions (returns its new state)."""
         base = self._base(storm_id)
         state = self._state(storm_id, base)
         new_state, actions = transition(state, event, self.clock())
@@ -246,6 +258,7 @@ class NimbusCore:
                 self._remove(storm_id)
             elif isinstance(action, Reschedule):
                 self.mk_assignments(scratch={storm_id})
+        return new_state
 
     def fire_timers(self) -> None:
         """Deliver every due kill/rebalance timer (a stale one is ignored by the state machine)."""

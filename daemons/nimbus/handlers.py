@@ -73,9 +73,10 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
             package = _upload(lambda: store.finish_upload(upload_id))
         return {"id": _upload(lambda: core.submit(name, package, status, overrides, deadline=deadline))}
 
-    def kill(a: dict) -> None:
-        core.kill(arg(a, "name", str), _wait(a))
+    def kill(a: dict) -> dict:
+        seconds = core.kill(arg(a, "name", str), _wait(a))
         after_change()
+        return {"wait_secs": seconds}
 
     def activate(a: dict) -> None:
         core.activate(arg(a, "name", str))
@@ -89,9 +90,9 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
             for comp, n in executors.items():
                 if not isinstance(comp, str) or isinstance(n, bool) or not isinstance(n, int):
                     raise BadRequestError(f"executors must map component ids to counts, got {comp!r}: {n!r}")
-        notes = core.rebalance(arg(a, "name", str), _wait(a), arg(a, "num_workers", int, None), executors)
+        started = core.rebalance(arg(a, "name", str), _wait(a), arg(a, "num_workers", int, None), executors)
         after_change()
-        return {"notes": notes}
+        return {"notes": started.notes, "wait_secs": started.seconds_left}
 
     def download_info(a: dict) -> dict:
         path = _download_path(a)

@@ -118,7 +118,7 @@ def test_kill_with_wait_marks_killed_at_once_and_removes_after_the_wait(env):
     register_supervisor(env.cluster, "sup-1", "host-a")
     core = env.nimbus()
     storm_id = _submit(env, core)
-    core.kill("topo", 20)
+    assert core.kill("topo", 20) == 20  # what the CLI prints
     assert env.cluster.storm_base(storm_id).status == "killed"
     env.clock.advance(5)
     # re-submitting the name meanwhile says it is being killed, and for how long
@@ -158,7 +158,7 @@ def test_rebalance_changes_the_worker_count_and_keeps_the_tasks(env):
     storm_id = _submit(env, core, spouts=2, bolts=2, bolt_tasks=4, config={"topology.workers": 2})
     before = env.cluster.assignment_info(storm_id)
     tasks = sorted(t for s, e in before.executor_node_port for t in range(s, e + 1))
-    core.rebalance("topo", 5, num_workers=4, executors={"pass": 4})
+    assert core.rebalance("topo", 5, num_workers=4, executors={"pass": 4}).seconds_left == 5
     assert env.cluster.storm_base(storm_id).status == "rebalancing"
     with pytest.raises(InvalidTopologyError, match="no component 'ghost'"):
         core.rebalance("topo", 0, executors={"ghost": 2})

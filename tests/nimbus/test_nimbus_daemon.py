@@ -5,6 +5,7 @@ peer, SIGTERM, and refusing to start (port taken, ZooKeeper unreachable)."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -112,7 +113,7 @@ def test_submit_list_deactivate_activate_rebalance_kill(cluster):
     assert listing(c)["wc"][2] == "ACTIVE"
 
     out = storm_py("rebalance", "wc", "-w", "0", "-n", "1", conf_dir=c.conf_dir, check=0)
-    assert out.stdout.splitlines() == ["rebalancing topology wc"]  # nothing capped: no note
+    assert out.stdout.splitlines() == ["rebalancing topology wc now"]  # nothing capped: no note
     wait_until(lambda: c.state.storm_base(storm_id).status == "active"
                and len(set(c.state.assignment_info(storm_id).executor_node_port.values())) == 1,
                timeout=20, message="rebalance to 1 worker")
@@ -121,7 +122,10 @@ def test_submit_list_deactivate_activate_rebalance_kill(cluster):
     assert "note: component 'pass' has 2 task(s): it runs 2 executor(s), not 5" in out.stdout
     wait_until(lambda: c.state.storm_base(storm_id).status == "active", timeout=20, message="the second rebalance")
 
-    storm_py("kill", "wc", "-w", "2", conf_dir=c.conf_dir, check=0)
+    out = storm_py("kill", "wc", "-w", "2", conf_dir=c.conf_dir, check=0)
+    # the CLI says how long the wait is and when it ends (it used to wait silently)
+    assert re.fullmatch(r"killed topology wc: its spouts are stopped; it is removed in 2s \(at \d\d:\d\d:\d\d\) "
+                        r"\(in-flight tuples finish meanwhile; -w 0 removes it at once\)\n", out.stdout), out.stdout
     assert listing(c)["wc"][2] == "KILLED" and c.state.storm_base(storm_id).status == "killed"
     wait_until(lambda: "wc" not in listing(c) and c.state.storm_base(storm_id) is None
                and c.state.assignment_info(storm_id) is None, timeout=20, message="the killed topology removed")
