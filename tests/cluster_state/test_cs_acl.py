@@ -12,7 +12,6 @@ from cluster_state import (
     NotAuthorizedError,
     StormBase,
     WorkerHeartbeat,
-    mk_storm_cluster_state,
 )
 from cluster_state.auth import PERM_ALL, PERM_READ, digest_id, topology_payload, worker_conf
 
@@ -33,18 +32,6 @@ def assignment(port: int) -> Assignment:
     return Assignment("/code", {"sup-1": "host-1"}, {(1, 1): ("sup-1", port)}, {(1, 1): 1})
 
 
-@pytest.fixture
-def states():
-    made = []
-
-    def make(conf, **kwargs):
-        state = mk_storm_cluster_state(conf, **kwargs)
-        made.append(state)
-        return state
-
-    yield make
-    for state in reversed(made):
-        state.disconnect()
 
 
 def test_unauthenticated_client_cannot_change_an_assignment(zk_conf, zk_admin, states):

@@ -17,7 +17,6 @@ from cluster_state import (
     NotAuthorizedError,
     StormBase,
     WorkerHeartbeat,
-    mk_storm_cluster_state,
 )
 from cluster_state.auth import PERM_ALL, digest_id, topology_payload, worker_conf
 
@@ -35,18 +34,6 @@ def with_payload(conf, payload):
     return dict(conf, **{"storm.zookeeper.auth.scheme": "digest", "storm.zookeeper.auth.payload": payload})
 
 
-@pytest.fixture
-def states():
-    made = []
-
-    def make(conf, **kwargs):
-        state = mk_storm_cluster_state(conf, **kwargs)
-        made.append(state)
-        return state
-
-    yield make
-    for state in reversed(made):
-        state.disconnect()
 
 
 def secure(tmp_path, conf, *extra) -> str:

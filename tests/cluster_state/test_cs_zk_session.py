@@ -13,7 +13,6 @@ from cluster_state import (
     ConnectionState,
     EventType,
     SupervisorInfo,
-    mk_storm_cluster_state,
 )
 from cluster_state.zk import ZkClusterState
 
@@ -34,19 +33,6 @@ class Calls:
         self.count += 1
 
 
-@pytest.fixture
-def states():
-    """mk_storm_cluster_state for the test, all disconnected afterwards."""
-    made = []
-
-    def make(conf, **kwargs):
-        state = mk_storm_cluster_state(conf, **kwargs)
-        made.append(state)
-        return state
-
-    yield make
-    for state in reversed(made):
-        state.disconnect()
 
 
 def owner_of(zk_admin, conf, path):
