@@ -41,3 +41,18 @@ def get(base: str, path: str, **params: Any) -> Any:
 def post(base: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
     status, answer, _ctype = request(base, "POST", path, body=body, token=token)
     return status, answer
+
+
+def raw(url: str, method: str = "GET", headers: dict | None = None, data: bytes | None = None):
+    """(status, headers, body text) without following redirects."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as reply:
+            return reply.status, reply.headers, reply.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read().decode()

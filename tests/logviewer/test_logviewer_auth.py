@@ -13,7 +13,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from ui_http import request
+from ui_http import raw, request
 
 from daemons import http_auth
 from daemons.http_auth import ADMIN, READ_ONLY, Secrets
@@ -43,17 +43,7 @@ def logviewer(tmp_path):
         server.stop()
 
 
-def _raw(url: str, method: str = "GET", headers: dict | None = None, data: bytes | None = None):
-    """(status, headers, body text) without following redirects."""
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    try:
-        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as reply:
-            return reply.status, reply.headers, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers, exc.read().decode()
+_raw = raw  # (tests/ui_http.py)
 
 
 API = [f"/api/v1/log?file={WORKER_LOG}", "/api/v1/listLogs", "/api/v1/listLogs?topologyId=wc-1-1000"]

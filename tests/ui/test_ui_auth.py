@@ -22,7 +22,7 @@ import urllib.request
 import pytest
 import yaml
 from testutil import CLI_ENV, ROOT, stop_process, wait_until
-from ui_http import request
+from ui_http import raw, request
 
 from cluster_state.secrets import MASK
 from daemons import http_auth
@@ -174,17 +174,7 @@ def secured_ui():
             ui.stop()
 
 
-def _raw(url: str, method: str = "GET", headers: dict | None = None, data: bytes | None = None):
-    """(status, headers, body text) without following redirects."""
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    try:
-        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as reply:
-            return reply.status, reply.headers, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers, exc.read().decode()
+_raw = raw  # (tests/ui_http.py)
 
 
 def _refusals(caplog) -> list[str]:
