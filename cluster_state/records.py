@@ -206,7 +206,8 @@ class SupervisorInfo:
     # Port of the logviewer serving this host's worker logs (the UI's log links).
     logviewer_port: int | None = None
     # (topology id, port, restarts) for each slot whose worker this supervisor relaunched since
-    # it started: a launch for a (topology, port) it launched before is a restart.
+    # it started for the same assignment after the worker failed (slot.LaunchWorker.restart); a
+    # planned launch (a rebalance, a changed assignment, a new slot) is no restart.
     worker_restarts: tuple[tuple[str, int, int], ...] = ()
     # The latest death of a worker per (topology, port) this supervisor saw since it started,
     # for topologies it still runs (newest first, bounded: daemons/supervisor/worker_death.py).

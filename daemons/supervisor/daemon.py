@@ -67,7 +67,7 @@ from daemons.supervisor.slot import (
     SlotInputs,
     SlotPhase,
     SlotState,
-    count_launch,
+    count_restart,
     next_wakeup,
     recover_slots,
     step,
@@ -131,9 +131,9 @@ class Supervisor(Service):
         self._sync_thread: PeriodicThread | None = None
         self._processes_thread: PeriodicThread | None = None
         self.launches = 0  # workers launched by this run (for tests and the bench)
-        # Launches per (topology, port), owned by the processes thread; the heartbeat thread
-        # reads only the immutable tuple published after each launch.
-        self._launch_counts: dict[tuple[str, int], int] = {}
+        # Restarts per (topology, port) (slot.count_restart: a planned launch is none), owned by
+        # the processes thread; the heartbeat thread reads only the immutable tuple published after each launch.
+        self._restart_counts: dict[tuple[str, int], int] = {}
         self._restarts: tuple[tuple[str, int, int], ...] = ()
         # Worker deaths (SupervisorInfo.worker_deaths), the same way: kept by the processes
         # thread, published as an immutable tuple. Where each worker's output starts in its log.
@@ -452,7 +452,7 @@ class Supervisor(Service):
     def _launch(self, action: LaunchWorker) -> None:
         log.info("launching worker %s on port %s for %s with executors %s", action.worker_id, action.port,
                  action.assignment.storm_id, list(action.assignment.executors))
-        self._count_launch(action.assignment.storm_id, action.port)
+        self._count_restart(action)
         try:  # where its output starts in the log it shares with the slot's earlier workers
             self._log_starts[action.worker_id] = launcher.log_size(
                 local_layout.worker_log(self.conf, action.assignment.storm_id, action.port))
@@ -513,9 +513,9 @@ class Supervisor(Service):
                         "; ".join(problems[:3]), f"; {len(problems) - 3} more" if len(problems) > 3 else "")
             self.code.remove(storm_id)
 
-    def _count_launch(self, storm_id: str, port: int) -> None:
-        self._launch_counts = count_launch(self._launch_counts, storm_id, port, storm_ids_in_use(self._slots.values()))
-        self._restarts = worker_restarts(self._launch_counts)
+    def _count_restart(self, launch: LaunchWorker) -> None:
+        self._restart_counts = count_restart(self._restart_counts, launch, storm_ids_in_use(self._slots.values()))
+        self._restarts = worker_restarts(self._restart_counts)
 
     def _signal(self, worker_id: str, sig: signal.Signals) -> None:
         record = self._records.get(worker_id)

@@ -82,6 +82,11 @@ class LaunchWorker:
     worker_id: str
     port: int
     assignment: LocalAssignment
+    # A restart: the same assignment again after this slot's worker for it failed (exited,
+    # timed out, never started, over its memory limit). False for a planned launch: a new or
+    # changed assignment (a rebalance, a move, a new slot), even one held back by the
+    # topology's back-off. SupervisorInfo.worker_restarts counts only restarts.
+    restart: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,7 +233,8 @@ def _launch(state: SlotState, target: LocalAssignment, inputs: SlotInputs, now: 
     new = replace(_no_worker(state), phase=SlotPhase.WAITING_FOR_WORKER_START, assignment=target,
                   worker_id=worker_id, launched_at=now)
     record = WorkerRecord(worker_id, state.port, target, now)
-    return new, (RecordWorker(record), LaunchWorker(worker_id, state.port, target))
+    # `failures` counts this slot's failed workers for `target`; any change of assignment sets it to 0.
+    return new, (RecordWorker(record), LaunchWorker(worker_id, state.port, target, restart=state.failures > 0))
 
 
 def _prepare(state: SlotState, target: LocalAssignment | None, inputs: SlotInputs, now: float) -> Step:
@@ -453,16 +459,19 @@ def used_ports(states: Iterable[SlotState]) -> tuple[int, ...]:
     return tuple(sorted(s.port for s in states if s.assignment is not None or s.has_worker))
 
 
-def count_launch(counts: Mapping[tuple[str, int], int], storm_id: str, port: int,
-                 in_use: Iterable[str]) -> dict[tuple[str, int], int]:
-    """Launches per (topology, port) after one more of `storm_id` on `port`; topologies no
-    longer in use (and not this one) are forgotten."""
+def count_restart(counts: Mapping[tuple[str, int], int], launch: LaunchWorker,
+                  in_use: Iterable[str]) -> dict[tuple[str, int], int]:
+    """Restarts per (topology, port) after `launch`: one more when it is a restart
+    (LaunchWorker.restart), none for a planned launch (a rebalance, a move, a new slot), as
+    `storm-py list` counts only deaths. Topologies no longer in use (and not this one) are forgotten."""
+    storm_id = launch.assignment.storm_id
     keep = set(in_use) | {storm_id}
     out = {k: n for k, n in counts.items() if k[0] in keep}
-    out[(storm_id, port)] = out.get((storm_id, port), 0) + 1
+    if launch.restart:
+        out[(storm_id, launch.port)] = out.get((storm_id, launch.port), 0) + 1
     return out
 
 
 def worker_restarts(counts: Mapping[tuple[str, int], int]) -> tuple[tuple[str, int, int], ...]:
-    """(topology, port, restarts) of each slot launched more than once (SupervisorInfo's form)."""
-    return tuple((sid, port, n - 1) for (sid, port), n in sorted(counts.items()) if n > 1)
+    """(topology, port, restarts) of each slot with any restart (SupervisorInfo's form)."""
+    return tuple((sid, port, n) for (sid, port), n in sorted(counts.items()) if n > 0)

@@ -96,7 +96,7 @@ def keep_deaths(deaths: Iterable[WorkerDeath], new: WorkerDeath | None, in_use: 
                 limit: int = MAX_DEATHS) -> tuple[WorkerDeath, ...]:
     """The deaths a supervisor publishes after `new` (None: only forget): the latest one per
     (topology, port), topologies no longer in use (and not new's) forgotten, the `limit` newest,
-    newest first (slot.count_launch keeps its launch counts the same way)."""
+    newest first (slot.count_restart keeps its restart counts the same way)."""
     keep = set(in_use) | ({new.storm_id} if new is not None else set())
     out = [] if new is None else [new]
     seen = {(d.storm_id, d.port) for d in out}

@@ -62,7 +62,7 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
                                 labels=labels2)
     backpressure = GaugeMetricFamily("storm_component_backpressure", "1 when an executor's output is held up",
                                      labels=labels2)
-    restarts = CounterMetricFamily("storm_worker_restarts", "Worker relaunches by its supervisor",
+    restarts = CounterMetricFamily("storm_worker_restarts", "Worker relaunches by its supervisor after a failure",
                                    labels=["topology", "host", "port"])
     cp_txid = GaugeMetricFamily("storm_checkpoint_last_committed_txid",
                                 "The last checkpoint a topology with state committed", labels=["topology"])

@@ -99,6 +99,10 @@ def test_a_worker_whose_bolt_raises_in_prepare_shows_up_in_topology_details(env,
                       and i.recent_worker_deaths[0][1] >= 2 and i, 30, "the recent deaths published")
     assert [(d.storm_id, d.port) for d in info.worker_deaths] == [(sid, ports[0])]
     assert [s for s, _n in info.recent_worker_deaths] == [sid]
+    # Each relaunch after a death is a restart (the first launch is none).
+    info = wait_until(lambda: (i := env.cluster.supervisor_info(sup.supervisor_id)).worker_restarts
+                      and i.worker_restarts[0][2] >= 2 and i, 30, "the restarts published")
+    assert [(s, p) for s, p, _n in info.worker_restarts] == [(sid, ports[0])]
 
 
 def _hungry_worker(storm_id, supervisor_id, port, worker_id, conf_file):

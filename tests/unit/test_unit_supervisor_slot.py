@@ -625,16 +625,82 @@ def test_failure_reports_are_deaths_naming_the_worker_and_a_stuck_kill_is_not():
 
 
 def test_worker_restarts_count_relaunches_per_topology_and_port():
-    from daemons.supervisor.slot import count_launch, worker_restarts
+    from daemons.supervisor.slot import count_restart, worker_restarts
 
-    counts = count_launch({}, "a-1", 6700, in_use=())
+    def launch(storm_id, port, restart):
+        return LaunchWorker("w", port, LocalAssignment(storm_id, ((1, 1),)), restart=restart)
+
+    counts = count_restart({}, launch("a-1", 6700, False), in_use=())
     assert worker_restarts(counts) == ()  # a first launch is no restart
-    counts = count_launch(counts, "a-1", 6700, in_use={"a-1"})
-    counts = count_launch(counts, "a-1", 6700, in_use={"a-1"})
-    counts = count_launch(counts, "b-2", 6701, in_use={"a-1"})
-    assert worker_restarts(counts) == (("a-1", 6700, 2),)
-    counts = count_launch(counts, "b-2", 6701, in_use={"b-2"})  # a-1 is gone: forgotten
-    assert worker_restarts(counts) == (("b-2", 6701, 1),)
+    counts = count_restart(counts, launch("a-1", 6700, True), in_use={"a-1"})
+    counts = count_restart(counts, launch("a-1", 6700, True), in_use={"a-1"})
+    counts = count_restart(counts, launch("b-2", 6701, False), in_use={"a-1"})
+    counts = count_restart(counts, launch("b-2", 6701, True), in_use={"a-1"})
+    assert worker_restarts(counts) == (("a-1", 6700, 2), ("b-2", 6701, 1))
+    counts = count_restart(counts, launch("b-2", 6701, True), in_use={"b-2"})  # a-1 is gone: forgotten
+    assert worker_restarts(counts) == (("b-2", 6701, 2),)
+
+
+def test_a_rebalance_or_a_new_assignment_is_no_restart_and_a_death_is_one():
+    """Issue: after `storm-py rebalance` the UI said "restarted 1 time(s)" while `storm-py list`
+    (deaths only) said 0: the slot's relaunch for its changed assignment was counted as a restart."""
+    from daemons.supervisor.slot import count_restart, worker_restarts
+
+    launches: list[LaunchWorker] = []
+
+    def tick(w, assignment, dt=0.0):
+        actions = w.tick(assignment, dt)
+        launches.extend(a for a in actions if isinstance(a, LaunchWorker))
+        return actions
+
+    def restarts():
+        counts = {}
+        for launch in launches:
+            counts = count_restart(counts, launch, in_use={"t1", "t2"})
+        return worker_restarts(counts)
+
+    w = World()
+    tick(w, A)
+    w.beat()
+    tick(w, A, dt=1)
+    assert w.state.phase is SlotPhase.RUNNING and restarts() == ()
+    tick(w, A_REBALANCED, dt=1)  # rebalance: SIGTERM, then the new assignment on the same port
+    tick(w, A_REBALANCED, dt=0.1)
+    assert [la.assignment for la in launches] == [A, A_REBALANCED] and not launches[-1].restart
+    assert restarts() == () and w.errors == []
+    w.beat()
+    tick(w, A_REBALANCED, dt=1)
+    tick(w, B, dt=1)  # another topology moves onto the slot: no restart either
+    tick(w, B, dt=0.1)
+    assert launches[-1].assignment == B and restarts() == ()
+    w.beat()
+    tick(w, B, dt=1)
+    w.alive.clear()  # the worker dies: relaunched for the same assignment, a restart
+    actions = tick(w, B, dt=1)
+    assert kinds(actions)[0] == "ReportError" and launches[-1].restart and launches[-1].assignment == B
+    assert restarts() == (("t2", PORT, 1),)
+
+
+def test_a_relaunch_after_the_back_off_or_a_code_refetch_is_a_restart():
+    w = World()
+    w.tick(A)
+    w.alive.clear()
+    first = w.tick(A, dt=1)  # exited before its first heartbeat: the free retry
+    assert [a.restart for a in first if isinstance(a, LaunchWorker)] == [True]
+    w.alive.clear()
+    w.tick(A, dt=1)  # again: back-off
+    assert w.state.phase is SlotPhase.WAITING_TO_RELAUNCH
+    w.code = set()  # the supervisor found the code damaged and removed it
+    w.tick(A, dt=CONF.relaunch_backoff_max_secs)
+    assert w.state.phase is SlotPhase.WAITING_FOR_CODE
+    w.code = {"t1"}
+    launched = [a for a in w.tick(A, dt=1) if isinstance(a, LaunchWorker)]
+    assert len(launched) == 1 and launched[0].restart
+    # a new slot of a topology in back-off elsewhere is no restart of this slot
+    state, actions = step(SlotState(PORT), SlotInputs(A, True, None, False, "w9", topology_hold_until=T0 + 8),
+                          T0, CONF)
+    state, actions = step(state, SlotInputs(A, True, None, False, "w9"), T0 + 8, CONF)
+    assert [a.restart for a in actions if isinstance(a, LaunchWorker)] == [False]
 
 
 # --- the topology's back-off, across slots ------------------------------------------------------
