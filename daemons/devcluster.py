@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 CODE_ROOT = Path(__file__).resolve().parent.parent
+# The banner's first topology to submit, relative to a source checkout (not in the package).
+EXAMPLE_TOPOLOGY = Path("examples", "exclamation", "topology.py")
 # Keys the dev cluster decides for each process; a user's storm.yaml or -c cannot move them.
 CREDENTIALS_FILE = "credentials.yaml"
 ZK_CREDENTIAL_KEYS = ("storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload")
@@ -658,7 +660,6 @@ class DevCluster(Service):
 
     def describe(self) -> str:
         """Where everything is, and three commands to try."""
-        topology = CODE_ROOT / "examples" / "exclamation" / "topology.py"
         zk = self.zookeeper
         lines = [
             f"storm-py dev cluster ready in {self.base_dir}",
@@ -682,12 +683,33 @@ class DevCluster(Service):
             f"  conf dir      {self.conf_dir}",
             f"  log dir       {self.log_dir}",
             "try:",
-            f"  storm-py jar submit {topology} --name demo --conf-dir {self.conf_dir}",
+            *submit_suggestion(example_topology(CODE_ROOT, Path.cwd()), self.conf_dir),
             f"  storm-py list --conf-dir {self.conf_dir}",
             f"  storm-py kill demo -w 0 --conf-dir {self.conf_dir}",
             "Ctrl-C stops everything (workers included).",
         ]
         return "\n".join(lines)
+
+
+def example_topology(code_root: Path, cwd: Path) -> Path | None:
+    """The example topology the banner suggests submitting: that of the source checkout storm-py
+    runs from (`pip install -e .`, or PYTHONPATH), else that of a checkout in the current
+    directory (where `pip install .` was run); None when neither has it: `pip install .`
+    installs no examples (examples/ is not part of the package)."""
+    for root in (code_root, cwd):
+        path = root / EXAMPLE_TOPOLOGY
+        if path.is_file() and (path.parent / "exclamation_components.py").is_file():
+            return path.resolve()
+    return None
+
+
+def submit_suggestion(topology: Path | None, conf_dir: Path) -> list[str]:
+    """The banner's `jar submit` line(s) for `topology` (example_topology's answer)."""
+    if topology is not None:
+        return [f"  storm-py jar submit {topology} --name demo --conf-dir {conf_dir}"]
+    return [f"  storm-py jar submit TOPOLOGY.py --name demo --conf-dir {conf_dir}",
+            f"    (TOPOLOGY.py: a topology file of yours, or {EXAMPLE_TOPOLOGY} of a storm-py source "
+            "checkout: `pip install .` does not install examples/)"]
 
 
 def _http_ok(url: str, secret: str | None = None) -> bool:
