@@ -15,11 +15,17 @@ Nimbus HA (docs/operations.md, "Nimbus HA"): a standby Nimbus refuses a write wi
 NotLeaderError naming the leader's host:port; the call is then sent once more, to the leader
 (it did nothing on the standby), and later calls go to the leader until it cannot be reached,
 when the seeds are tried again in order.
+
+`refused_is_final` (the CLI's clients): a seed whose TCP connect is refused outright (nothing
+listens on its port) is given up at once, for the next seed or the error, instead of being
+waited for until its share of the deadline ends; a seed that does not answer either way (a
+timeout, a lost packet, a handshake that does not complete) is still waited for.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from typing import Any, Mapping, Sequence
@@ -36,6 +42,9 @@ SEEDS_KEY = "nimbus.seeds"
 PORT_KEY = "nimbus.thrift.port"
 TIMEOUT_KEY = "nimbus.thrift.timeout"
 SECRET_KEY = "nimbus.authentication.secret"
+# With refused_is_final: how long zmq may take to connect before a plain TCP connect checks
+# whether the seed refuses (a live seed on loopback connects in about a millisecond).
+REFUSED_CHECK_AFTER_SECS = 0.05
 
 
 def connect_endpoint(host: str, port: int) -> str:
@@ -46,7 +55,8 @@ def connect_endpoint(host: str, port: int) -> str:
 
 class RpcClient:
     def __init__(self, host: str | Sequence[str], port: int, *, timeout_secs: float,
-                 secret: str | None = None, peer_name: str = "Nimbus", curve: CurveKeys | None = None):
+                 secret: str | None = None, peer_name: str = "Nimbus", curve: CurveKeys | None = None,
+                 refused_is_final: bool = False):
         hosts = [host] if isinstance(host, str) else list(host)
         if not hosts or not all(isinstance(h, str) and h for h in hosts):
             raise ValueError(f"RpcClient needs at least one host name, got {host!r}")
@@ -58,6 +68,7 @@ class RpcClient:
         self.peer_name = peer_name
         self._secret = secret
         self._curve = curve
+        self.refused_is_final = refused_is_final
         self._lock = threading.Lock()
         self._sock: zmq.Socket | None = None
         self._current: tuple[str, int] = (hosts[0], port)  # the endpoint that answered last
@@ -118,17 +129,36 @@ class RpcClient:
             self._drop()  # the connection went away: look for a seed again
             self._leader = None
         order = self._order()
+        refused: list[tuple[str, int]] = []
         for left, endpoint in zip(range(len(order), 0, -1), order):
             share = (deadline - time.monotonic()) / left
             sock = self._open(*endpoint)
-            if sock is not None and share > 0 and sock.poll(int(share * 1000) + 1, zmq.POLLOUT):
+            up = False
+            if sock is not None and share > 0:
+                up = self._wait_up(sock, endpoint, time.monotonic() + share)
+            if up is True:
                 self._sock, self._current = sock, endpoint
                 return sock
             if sock is not None:
                 sock.close(linger=0)
-            log.debug("%s at %s not reachable", self.peer_name, _address(endpoint))
+            if up is None:
+                refused.append(endpoint)
+            log.debug("%s at %s not reachable%s", self.peer_name, _address(endpoint),
+                      " (connection refused)" if up is None else "")
         self._leader = None
-        raise UnreachableError(self._unreachable_text())
+        raise UnreachableError(self._unreachable_text(order, refused))
+
+    def _wait_up(self, sock: zmq.Socket, endpoint: tuple[str, int], until: float) -> bool | None:
+        """Whether `sock` connected before `until`; None when the seed refused the connection
+        outright (only with refused_is_final: then it is not waited for)."""
+        if self.refused_is_final:
+            first = min(until - time.monotonic(), REFUSED_CHECK_AFTER_SECS)
+            if first > 0 and sock.poll(int(first * 1000) + 1, zmq.POLLOUT):
+                return True
+            if connection_refused(*endpoint, timeout=max(0.01, min(1.0, until - time.monotonic()))):
+                return None
+        remaining = until - time.monotonic()
+        return remaining > 0 and bool(sock.poll(int(remaining * 1000) + 1, zmq.POLLOUT))
 
     def _order(self) -> list[tuple[str, int]]:
         """The leader a standby named, if any; then the seeds, from the one that answered last."""
@@ -159,11 +189,40 @@ class RpcClient:
             self._sock.close(linger=0)
             self._sock = None
 
-    def _unreachable_text(self) -> str:
+    def _unreachable_text(self, tried: Sequence[tuple[str, int]] = (),
+                          refused: Sequence[tuple[str, int]] = ()) -> str:
+        if refused and set(refused) == set(tried):
+            return (f"cannot reach {self.peer_name} at {', '.join(_address(e) for e in tried)}: "
+                    "connection refused (nothing listens there)")
         text = f"cannot reach {self.peer_name} at {', '.join(self.addresses)} within {self.timeout_secs:g}s"
+        if refused:
+            text += f" ({', '.join(_address(e) for e in refused)}: connection refused)"
         if self._curve is not None:  # a handshake refused for the key looks the same from here
             text += " (or it does not accept this cluster's CURVE key: check storm.messaging.curve.*)"
         return text
+
+
+def connection_refused(host: str, port: int, timeout: float) -> bool:
+    """Whether every address `host` resolves to (IPv4, as zmq connects, unless `host` is an IPv6
+    literal) refuses a TCP connect to `port` outright: nothing listens there. False for anything
+    else: a connection made (closed at once), a timeout, a name that does not resolve."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    try:
+        infos = socket.getaddrinfo(name, port, family, socket.SOCK_STREAM)
+    except OSError:
+        return False
+    for af, kind, proto, _canon, address in infos:
+        with socket.socket(af, kind, proto) as probe:
+            probe.settimeout(timeout)
+            try:
+                probe.connect(address)
+            except ConnectionRefusedError:
+                continue
+            except OSError:
+                return False
+            return False
+    return bool(infos)
 
 
 def _address(endpoint: tuple[str, int]) -> str:
@@ -183,9 +242,10 @@ def _conf_value(conf: Mapping[str, Any], key: str) -> Any:
     return default_config().get(key) if value is None else value
 
 
-def client_from_conf(conf: Mapping[str, Any]) -> RpcClient:
+def client_from_conf(conf: Mapping[str, Any], *, refused_is_final: bool = False) -> RpcClient:
     """A Nimbus client from `nimbus.seeds`, `nimbus.thrift.port`, `nimbus.thrift.timeout` and
-    `nimbus.authentication.secret` (a key missing from `conf` takes its packaged default)."""
+    `nimbus.authentication.secret` (a key missing from `conf` takes its packaged default);
+    `refused_is_final`: see the module's docstring."""
     seeds = _conf_value(conf, SEEDS_KEY)
     if isinstance(seeds, str):
         seeds = [seeds]
@@ -204,4 +264,5 @@ def client_from_conf(conf: Mapping[str, Any]) -> RpcClient:
         curve = curve_keys(conf)
     except CurveConfigError as exc:
         raise ConfigError(str(exc)) from None
-    return RpcClient([s.strip() for s in seeds], port, timeout_secs=timeout, secret=secret or None, curve=curve)
+    return RpcClient([s.strip() for s in seeds], port, timeout_secs=timeout, secret=secret or None, curve=curve,
+                     refused_is_final=refused_is_final)

@@ -225,6 +225,53 @@ def test_unreachable_server_names_host_port_within_the_timeout():
     assert took < 0.5 + 2.0  # the contract: within nimbus.thrift.timeout (generous slack for a busy box)
 
 
+def test_a_refused_connection_is_final_for_the_cli_not_waited_for():
+    port = free_port()
+    with RpcClient("127.0.0.1", port, timeout_secs=30, refused_is_final=True) as c:
+        began = time.monotonic()
+        with pytest.raises(UnreachableError) as info:
+            c.call("list")
+        took = time.monotonic() - began
+    assert str(info.value) == f"cannot reach Nimbus at 127.0.0.1:{port}: connection refused (nothing listens there)"
+    assert took < 5  # not the 30 s timeout
+
+
+def test_a_refused_seed_hands_over_to_the_next_at_once():
+    # Nimbus HA's search: the first seed's host has nothing on the port, the second answers.
+    srv = RpcServer("127.0.0.1", 0, HANDLERS, name=NAME)
+    srv.start()
+    try:
+        conf = {"nimbus.seeds": ["127.0.0.2", "127.0.0.1"], "nimbus.thrift.port": srv.port,
+                "nimbus.thrift.timeout": 30}
+        with client_from_conf(conf, refused_is_final=True) as c:
+            began = time.monotonic()
+            assert c.call("echo", x=1) == {"x": 1}
+            assert time.monotonic() - began < 5  # not half of the 30 s spent on the first seed
+    finally:
+        srv.stop()
+    assert_threads_gone((NAME,))
+
+
+def test_a_seed_that_accepts_but_never_answers_is_still_waited_for():
+    # Only a refused connect is definitive: a TCP listener that never speaks ZeroMQ (a stuck
+    # Nimbus, a handshake that does not complete) gets the whole timeout, as before.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with RpcClient(["127.0.0.1"], port, timeout_secs=1, refused_is_final=True) as c:
+            began = time.monotonic()
+            with pytest.raises(UnreachableError, match=rf"^cannot reach Nimbus at 127.0.0.1:{port} within 1s$"):
+                c.call("list")
+            assert time.monotonic() - began >= 0.9
+        # a refused seed beside it is named in the timeout's message
+        with RpcClient(["127.0.0.2", "127.0.0.1"], port, timeout_secs=1, refused_is_final=True) as c:
+            with pytest.raises(UnreachableError) as info:
+                c.call("list")
+        assert str(info.value) == (f"cannot reach Nimbus at 127.0.0.2:{port}, 127.0.0.1:{port} within 1s "
+                                   f"(127.0.0.2:{port}: connection refused)")
+
+
 def test_a_reply_that_never_comes_times_out_and_the_next_call_is_not_confused():
     router = zmq.Context.instance().socket(zmq.ROUTER)
     router.linger = 0
