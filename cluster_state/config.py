@@ -188,6 +188,9 @@ class LoadedConfig:
     conf: dict[str, Any]
     sources: dict[str, str]
     overrides: dict[str, Any] = field(default_factory=dict)
+    # The storm.yaml read (from --conf-dir or $STORM_CONF_DIR) and its source label; None: none was.
+    storm_yaml: Path | None = None
+    storm_yaml_source: str | None = None
 
     def source_of(self, key: str) -> str | None:
         return self.sources.get(key)
@@ -227,6 +230,7 @@ def load_storm_config(
     if found is not None:
         path, source = found
         loaded.apply(read_yaml_config(path, source), source)
+        loaded.storm_yaml, loaded.storm_yaml_source = path, source
     loaded.apply(overrides, OVERRIDE_SOURCE)
     return loaded
 

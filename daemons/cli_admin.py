@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
@@ -11,21 +12,25 @@ from daemons.cli_options import common_options
 
 
 class NimbusSession:
-    """A Nimbus client for one command; every failure becomes one `error:` line naming it."""
+    """A Nimbus client for one command; every failure becomes one `error:` line naming it (an
+    unreachable Nimbus with the conf used and where a dev cluster's is: conf_hint). A refused
+    connection fails at once rather than after nimbus.thrift.timeout."""
 
     def __init__(self, conf):
         from daemons.rpc.client import client_from_conf
 
         try:
-            self._client = client_from_conf(conf)
+            self._client = client_from_conf(conf, refused_is_final=True)
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
 
     def call(self, op: str, **args):
-        from daemons.rpc.protocol import REMOTE_ERRORS
+        from daemons.rpc.protocol import REMOTE_ERRORS, UnreachableError
 
         try:
             return self._client.call(op, **args)
+        except UnreachableError as exc:
+            raise click.ClickException(f"{exc}; {_conf_hint_now()}") from None
         except REMOTE_ERRORS as exc:
             raise click.ClickException(str(exc)) from None
 
@@ -38,6 +43,49 @@ class NimbusSession:
 
     def __exit__(self, *exc) -> None:
         self._client.close()
+
+
+def conf_hint(loaded, env_dir: str | None, dev_clusters: list[tuple[Path, bool]]) -> str:
+    """What to tell a user whose command cannot reach Nimbus: the conf it used (`loaded`, the
+    command's LoadedConfig: its storm.yaml or the packaged defaults), how to name another
+    (--conf-dir, $STORM_CONF_DIR), and a dev cluster's conf dir if there is one
+    (devcluster.find_dev_clusters: (conf dir, runs now), running ones first)."""
+    if loaded is None:  # not within a command
+        return "check --conf-dir / $STORM_CONF_DIR"
+    used = loaded.storm_yaml.parent.resolve() if loaded.storm_yaml is not None else None
+    if used is None:
+        why = f"$STORM_CONF_DIR={env_dir} has none" if env_dir else "no --conf-dir, $STORM_CONF_DIR unset"
+        text = f"conf: no storm.yaml found ({why}), packaged defaults"
+    else:
+        text = f"conf: {loaded.storm_yaml_source}"
+    running = [c for c, runs in dev_clusters if runs and c != used]
+    stopped = [c for c, runs in dev_clusters if not runs]
+    if running:
+        return text + (f"; a dev cluster runs with conf dir {running[0]}: add --conf-dir {running[0]} "
+                       f"(or export STORM_CONF_DIR={running[0]})")
+    if used is not None and used in stopped:
+        return text + f"; that dev cluster is not running (storm-py dev-cluster --dir {used.parent} starts it)"
+    if used is None and stopped:
+        return text + (f"; no dev cluster runs (the latest one's conf dir, {stopped[0]}, is used with "
+                       f"--conf-dir {stopped[0]} once `storm-py dev-cluster --dir {stopped[0].parent}` runs)")
+    if used is None:
+        return text + "; name the cluster's conf dir (holding its storm.yaml) with --conf-dir DIR or $STORM_CONF_DIR"
+    return text + " (--conf-dir DIR or $STORM_CONF_DIR names another)"
+
+
+def _conf_hint_now() -> str:
+    import os
+    import tempfile
+
+    from cluster_state.config import CONF_DIR_ENV
+    from daemons.cli_options import loaded_config
+    from daemons.devcluster import find_dev_clusters
+
+    try:
+        clusters = find_dev_clusters(Path(tempfile.gettempdir()), Path.cwd())
+    except OSError:
+        clusters = []
+    return conf_hint(loaded_config(), os.environ.get(CONF_DIR_ENV) or None, clusters)
 
 
 def call(conf, op: str, **args):

@@ -152,11 +152,11 @@ def dev_cluster(conf, supervisors, slots, base_dir, ready_timeout, redis):
     """Run ZooKeeper, Nimbus and N supervisors on 127.0.0.1 in the foreground, for development.
     Client commands use it with --conf-dir DIR/conf. SIGTERM or Ctrl-C stops everything,
     workers included."""
-    from daemons.devcluster import Cancelled, DevCluster
+    from daemons.devcluster import DEV_DIR_PREFIX, Cancelled, DevCluster, dev_cluster_pid_file
 
     _require_java()
     if base_dir is None:
-        base_dir = tempfile.mkdtemp(prefix="storm-py-dev-")
+        base_dir = tempfile.mkdtemp(prefix=DEV_DIR_PREFIX)
     base = Path(os.path.abspath(base_dir))
     click.echo(f"starting a dev cluster in {base} ...")
     try:
@@ -172,7 +172,7 @@ def dev_cluster(conf, supervisors, slots, base_dir, ready_timeout, redis):
                          ready_timeout=ready_timeout, on_child_exit=child_exited, redis=redis)
     cluster.when_running(lambda c: click.echo(c.describe(), nl=True))
     (base / "pids").mkdir(parents=True, exist_ok=True)
-    own_pid = base / "pids" / "dev-cluster.pid"
+    own_pid = dev_cluster_pid_file(base)  # also how client commands tell it runs (find_dev_clusters)
     own_pid.write_text(f"{os.getpid()}\n", encoding="ascii")
     try:
         code, exc = run_foreground(cluster, cancel=cluster.cancel)

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 _LOG_LEVEL_KEY = "storm_py.log_level"  # the --log-level a user gave explicitly (None: the default)
+_LOADED_KEY = "storm_py.loaded"  # the command's LoadedConfig (which storm.yaml it read)
 
 
 def setup_logging(level: str) -> None:
@@ -85,6 +86,12 @@ def explicit_log_level() -> str | None:
     return ctx.meta.get(_LOG_LEVEL_KEY) if ctx is not None else None
 
 
+def loaded_config():
+    """The running command's LoadedConfig (common_options), or None outside a command."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_LOADED_KEY) if ctx is not None else None
+
+
 def common_options(fn):
     """Adds --conf-dir, -c and --log-level; the command receives the merged `conf`, and also
     `overrides` (the -c values alone) and/or `loaded` (a LoadedConfig) if it declares them."""
@@ -108,6 +115,7 @@ def common_options(fn):
             loaded = load_storm_config(conf_dir, parse_overrides(overrides))
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
+        ctx.meta[_LOADED_KEY] = loaded
         if "overrides" in wanted:
             kwargs["overrides"] = dict(loaded.overrides)
         if "loaded" in wanted:

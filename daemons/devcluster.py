@@ -54,6 +54,10 @@ HOST = "127.0.0.1"
 CODE_ROOT = Path(__file__).resolve().parent.parent
 # The banner's first topology to submit, relative to a source checkout (not in the package).
 EXAMPLE_TOPOLOGY = Path("examples", "exclamation", "topology.py")
+# Where dev-cluster puts everything unless told (--dir): a new temp dir named so.
+DEV_DIR_PREFIX = "storm-py-dev-"
+# The --dir the README uses, under the current directory.
+README_DEV_DIR = "storm-py-dev"
 # Keys the dev cluster decides for each process; a user's storm.yaml or -c cannot move them.
 CREDENTIALS_FILE = "credentials.yaml"
 ZK_CREDENTIAL_KEYS = ("storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload")
@@ -710,6 +714,40 @@ def submit_suggestion(topology: Path | None, conf_dir: Path) -> list[str]:
     return [f"  storm-py jar submit TOPOLOGY.py --name demo --conf-dir {conf_dir}",
             f"    (TOPOLOGY.py: a topology file of yours, or {EXAMPLE_TOPOLOGY} of a storm-py source "
             "checkout: `pip install .` does not install examples/)"]
+
+
+def dev_cluster_pid_file(base: Path) -> Path:
+    """The pid of the `storm-py dev-cluster` running in `base` (removed when it stops)."""
+    return base / "pids" / "dev-cluster.pid"
+
+
+def _dev_cluster_runs(base: Path) -> bool:
+    try:
+        pid = int(dev_cluster_pid_file(base).read_text(encoding="ascii").strip())
+        return "dev-cluster" in psutil.Process(pid).cmdline()
+    except (OSError, ValueError, psutil.Error):
+        return False
+
+
+def find_dev_clusters(temp_root: Path, cwd: Path) -> list[tuple[Path, bool]]:
+    """The conf dirs of the dev clusters where `storm-py dev-cluster` puts them unless told
+    otherwise (its temp dirs `temp_root/storm-py-dev-*`, and ./storm-py-dev as the README runs
+    it), each with whether its dev cluster runs now (its pid file names a live dev-cluster
+    process): running ones first, then the newest first. It records them nowhere else."""
+    found: dict[Path, tuple[bool, float]] = {}
+    try:
+        bases = [*temp_root.glob(DEV_DIR_PREFIX + "*"), cwd / README_DEV_DIR]
+    except OSError:
+        bases = [cwd / README_DEV_DIR]
+    for base in bases:
+        conf_dir = base / "conf"
+        try:
+            mtime = (conf_dir / "storm.yaml").stat().st_mtime
+            conf_dir = conf_dir.resolve()
+        except OSError:
+            continue
+        found[conf_dir] = (_dev_cluster_runs(base), mtime)
+    return [(c, runs) for c, (runs, _m) in sorted(found.items(), key=lambda kv: (not kv[1][0], -kv[1][1]))]
 
 
 def _http_ok(url: str, secret: str | None = None) -> bool:

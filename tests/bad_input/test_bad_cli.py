@@ -4,6 +4,7 @@ non-zero exit, no traceback; tiny topologies in tmp_path (no Spark, no ZooKeeper
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -92,6 +93,89 @@ def test_nimbus_refuses_waits_that_never_end():
     for bad in (float("nan"), float("inf"), -1.0, 1e9):
         with pytest.raises(BadRequestError, match="wait must be a number of seconds from 0"):
             _wait({"wait_secs": bad})
+
+
+# ---------------------------------------------------------------- no Nimbus there
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dev_cluster_dir(temp, name, port, pid=None):
+    """A dev cluster's directory as `storm-py dev-cluster` leaves it in the temp dir by default
+    (running when `pid` is a live dev-cluster process); its conf dir."""
+    base = temp / f"storm-py-dev-{name}"
+    (base / "conf").mkdir(parents=True)
+    (base / "conf" / "storm.yaml").write_text(f"nimbus.thrift.port: {port}\n")
+    if pid is not None:
+        (base / "pids").mkdir()
+        (base / "pids" / "dev-cluster.pid").write_text(f"{pid}\n")
+    return base / "conf"
+
+
+def _unreachable(*args, tmp_path, env_extra):
+    """`storm-py list` against a port where nothing listens, with a 30 s nimbus.thrift.timeout:
+    its one error line, and how long it took."""
+    import time
+
+    began = time.monotonic()
+    out = _storm_py("list", "-c", "nimbus.thrift.timeout=30", *args, cwd=tmp_path, env_extra=env_extra,
+                    timeout=60)
+    took = time.monotonic() - began
+    return one_error_line(out, "cannot reach Nimbus at ", ": connection refused (nothing listens there)",
+                          code=1), took
+
+
+def test_no_nimbus_and_no_conf_names_the_conf_used_and_the_running_dev_cluster(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    port = _free_port()
+    # a dev cluster the user started earlier, and an older one that is gone
+    stopped = _dev_cluster_dir(temp, "old", port)
+    os.utime(stopped / "storm.yaml", (1, 1))
+    dev = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dev-cluster"],
+                           stdin=subprocess.DEVNULL)
+    try:
+        conf_dir = _dev_cluster_dir(temp, "abc", port, pid=dev.pid)
+        line, took = _unreachable("-c", f"nimbus.thrift.port={port}", tmp_path=tmp_path,
+                                  env_extra={"TMPDIR": str(temp)})
+    finally:
+        dev.kill()
+        dev.wait(10)
+    assert line.startswith(f"error: cannot reach Nimbus at localhost:{port}: connection refused"), line
+    assert "conf: no storm.yaml found (no --conf-dir, $STORM_CONF_DIR unset), packaged defaults" in line
+    assert (f"a dev cluster runs with conf dir {conf_dir.resolve()}: add --conf-dir {conf_dir.resolve()} "
+            f"(or export STORM_CONF_DIR={conf_dir.resolve()})") in line
+    assert took < 15, took  # a refused connection is definitive: not the 30 s timeout
+
+
+def test_no_nimbus_with_a_conf_dir_names_its_storm_yaml_and_a_stopped_dev_cluster(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    conf_dir = _dev_cluster_dir(temp, "gone", _free_port())
+    line, took = _unreachable("--conf-dir", str(conf_dir), tmp_path=tmp_path, env_extra={"TMPDIR": str(temp)})
+    assert f"conf: --conf-dir {conf_dir / 'storm.yaml'}" in line, line
+    assert f"that dev cluster is not running (storm-py dev-cluster --dir {conf_dir.parent.resolve()} starts it)" \
+        in line
+    assert took < 15, took
+    # without --conf-dir, the stopped dev cluster is where to look
+    line, _took = _unreachable("-c", f"nimbus.thrift.port={_free_port()}", tmp_path=tmp_path,
+                               env_extra={"TMPDIR": str(temp)})
+    assert f"no dev cluster runs (the latest one's conf dir, {conf_dir.resolve()}, is used with --conf-dir" in line
+
+
+def test_no_nimbus_with_an_empty_storm_conf_dir_says_it_has_no_storm_yaml(tmp_path):
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "etc").mkdir()
+    line, _took = _unreachable("-c", f"nimbus.thrift.port={_free_port()}", tmp_path=tmp_path,
+                               env_extra={"TMPDIR": str(tmp_path / "tmp"), "STORM_CONF_DIR": str(tmp_path / "etc")})
+    assert (f"conf: no storm.yaml found ($STORM_CONF_DIR={tmp_path / 'etc'} has none), packaged defaults; "
+            "name the cluster's conf dir (holding its storm.yaml) with --conf-dir DIR or $STORM_CONF_DIR") in line
 
 
 # ---------------------------------------------------------------- bad topology files

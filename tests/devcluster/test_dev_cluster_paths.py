@@ -11,7 +11,13 @@ import sys
 import pytest
 from testutil import ROOT
 
-from daemons.devcluster import EXAMPLE_TOPOLOGY, example_topology, submit_suggestion
+from daemons.devcluster import (
+    EXAMPLE_TOPOLOGY,
+    dev_cluster_pid_file,
+    example_topology,
+    find_dev_clusters,
+    submit_suggestion,
+)
 
 pytestmark = [pytest.mark.timeout(30)]
 
@@ -71,3 +77,36 @@ def test_the_banners_suggestion_exists_for_the_storm_py_on_this_path(tmp_path):
     assert out.returncode == 0, out.stderr
     path = out.stdout.split()[3]
     assert path.endswith(str(EXAMPLE_TOPOLOGY)) and os.path.isfile(path), out.stdout
+
+
+def _dev_dir(base, mtime, pid=None):
+    (base / "conf").mkdir(parents=True)
+    (base / "conf" / "storm.yaml").write_text("nimbus.thrift.port: 1\n")
+    os.utime(base / "conf" / "storm.yaml", (mtime, mtime))
+    if pid is not None:
+        dev_cluster_pid_file(base).parent.mkdir()
+        dev_cluster_pid_file(base).write_text(f"{pid}\n")
+    return (base / "conf").resolve()
+
+
+def test_dev_clusters_are_found_where_dev_cluster_puts_them_running_ones_first(tmp_path):
+    temp, cwd = tmp_path / "tmp", tmp_path / "work"
+    temp.mkdir()
+    cwd.mkdir()
+    assert find_dev_clusters(temp, cwd) == []
+    dev = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dev-cluster"],
+                           stdin=subprocess.DEVNULL)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
+    try:
+        old = _dev_dir(temp / "storm-py-dev-old", 1000)
+        newer = _dev_dir(temp / "storm-py-dev-newer", 2000, pid=other.pid)  # a pid that is no dev cluster
+        running = _dev_dir(temp / "storm-py-dev-running", 500, pid=dev.pid)
+        readme = _dev_dir(cwd / "storm-py-dev", 1500)  # the README's --dir ./storm-py-dev
+        _dev_dir(temp / "unrelated", 3000)
+        (temp / "storm-py-dev-empty").mkdir()  # no conf: nothing to point at
+        assert find_dev_clusters(temp, cwd) == [(running, True), (newer, False), (readme, False), (old, False)]
+    finally:
+        for proc in (dev, other):
+            proc.kill()
+            proc.wait(10)
+    assert find_dev_clusters(temp, cwd)[0] == (newer, False)  # stale pid file: not running
