@@ -65,6 +65,10 @@ class SpoutExecutor(ExecutorBase):
         # Exactly-once checkpoints: stateful spout tasks take checkpoint tuples (executor/checkpoint/).
         self._barriers = SpoutBarriers(self) if any(
             isinstance(o, StatefulSpoutAdapter) for o in self._objs) else None
+        # The checkpoint spout goes on while the topology is inactive (deactivated, killed or
+        # rebalancing with a wait): a stateful bolt acks its inputs only at a commit, so without
+        # checkpoints the tuples in flight could never finish during the wait.
+        self._runs_inactive = all(getattr(o, "runs_while_inactive", False) for o in self._objs)
 
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
@@ -170,7 +174,7 @@ class SpoutExecutor(ExecutorBase):
             if batches:
                 received = self._process(batches)
         self._skip += 1
-        if not self.status.active:
+        if not self.status.active and not self._runs_inactive:
             if self._last_active:
                 self._last_active = False
                 self._set_active(False)

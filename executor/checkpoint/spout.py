@@ -29,6 +29,11 @@ _MIN_INTERVAL_MS = 100       # as Storm: a shorter interval is raised to this
 
 
 class CheckpointSpout(Spout):
+    # Checkpoints go on while the topology is inactive (executor/spout.py), unlike Storm's
+    # CheckpointSpout: the stateful bolts' inputs in flight at a deactivate, a kill or a
+    # rebalance are acked at the next commit, and the wait is for them to finish.
+    runs_while_inactive = True
+
     def __init__(self):
         self._collector = None
         self._namespace = ""
