@@ -49,6 +49,17 @@ def requested(levels: tuple[str, ...], removals: tuple[str, ...]) -> dict[str, d
     return out
 
 
+def check_removals(name: str, removed: list[str], current: dict) -> None:
+    """-r of a logger the topology has no level set for is an error naming it (nothing is changed)."""
+    have = (current or {}).get("namedLoggerLevels") or {}
+    missing = [logger for logger in removed if logger not in have]
+    if missing:
+        set_ones = ", ".join(sorted(have)) or "none"
+        raise click.ClickException(
+            f"topology {name} has no log level set for {', '.join(missing)}: nothing to remove "
+            f"(loggers with a level set: {set_ones}); nothing was changed")
+
+
 @click.command("set_log_level")
 @click.argument("name")
 @click.option("-l", "levels", multiple=True, metavar=_SYNTAX,
@@ -65,6 +76,9 @@ def set_log_level(name, levels, removals, conf):
     storm-py set_log_level wc -l my_topology.bolts=WARN -r ROOT
     """
     named = requested(levels, removals)
+    removed = [logger for logger, entry in named.items() if entry["target_level"] is None]
+    if removed:
+        check_removals(name, removed, call(conf, "get_log_config", name=name))
     call(conf, "set_log_config", name=name, named_logger_levels=named)
     for logger, entry in named.items():
         if entry["target_level"] is None:

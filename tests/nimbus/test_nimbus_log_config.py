@@ -139,6 +139,15 @@ def test_the_cli_sets_levels_through_a_nimbus_rpc_server(env, tmp_path):
         assert ok.output.strip() == "topology topo: log level of my.app set to DEBUG for 3 s"
         assert env.cluster.topology_log_config(env.storm_id) == LogConfig({"my.app": LogLevel("DEBUG", None, 3,
                                                                                                1_000_003)})
+        never = runner.invoke(group, ["set_log_level", "topo", "-r", "never.set", "--conf-dir", str(conf_dir)])
+        assert never.exit_code == 1, never.output
+        assert never.output.strip() == ("error: topology topo has no log level set for never.set: nothing to remove "
+                                        "(loggers with a level set: my.app); nothing was changed")
+        assert set(env.cluster.topology_log_config(env.storm_id).named_logger_level) == {"my.app"}
+        removed = runner.invoke(group, ["set_log_level", "topo", "-r", "my.app", "--conf-dir", str(conf_dir)])
+        assert removed.exit_code == 0, removed.output
+        assert removed.output.strip() == "topology topo: removed the log level of my.app (back to its reset level)"
+        assert not env.cluster.topology_log_config(env.storm_id).named_logger_level
         gone = runner.invoke(group, ["set_log_level", "nope", "-r", "my.app", "--conf-dir", str(conf_dir)])
         assert gone.exit_code == 1 and gone.output.strip() == "error: topology 'nope' is not alive", gone.output
     finally:

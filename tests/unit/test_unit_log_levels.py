@@ -241,12 +241,33 @@ def test_cli_argument_errors_are_one_line_naming_the_argument(tmp_path, args, me
     assert len(lines) == 1 and lines[0].startswith(message), result.output
 
 
+def _fake_nimbus(sent: list, levels: dict):
+    """A `call` recording each request; get_log_config answers `levels` (logger -> level)."""
+    def call(conf, op, **args):
+        sent.append((op, args))
+        if op == "get_log_config":
+            return {"namedLoggerLevels": {k: {"target_level": v, "reset_level": "", "timeout": 0, "timeout_epoch": 0}
+                                          for k, v in levels.items()}}
+        return None
+    return call
+
+
+def test_cli_removing_a_logger_never_set_is_an_error_naming_it_and_changes_nothing(tmp_path, monkeypatch):
+    sent = []
+    monkeypatch.setattr("daemons.cli_loglevel.call", _fake_nimbus(sent, {"my.app": "DEBUG"}))
+    result = _cli(tmp_path, "wc", "-l", "ROOT=INFO", "-r", "never.set")
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == ("error: topology wc has no log level set for never.set: nothing to remove "
+                                     "(loggers with a level set: my.app); nothing was changed")
+    assert [op for op, _args in sent] == ["get_log_config"]
+
+
 def test_cli_sends_storm_s_request_and_says_what_it_did(tmp_path, monkeypatch):
     sent = []
-    monkeypatch.setattr("daemons.cli_loglevel.call", lambda conf, op, **args: sent.append((op, args)))
+    monkeypatch.setattr("daemons.cli_loglevel.call", _fake_nimbus(sent, {"other": "DEBUG"}))
     result = _cli(tmp_path, "wc", "-l", "root=debug:30", "-l", "my.app=WARNING", "-r", "other")
     assert result.exit_code == 0, result.output
-    assert sent == [("set_log_config", {"name": "wc", "named_logger_levels": {
+    assert sent == [("get_log_config", {"name": "wc"}), ("set_log_config", {"name": "wc", "named_logger_levels": {
         "ROOT": {"target_level": "DEBUG", "timeout": 30}, "my.app": {"target_level": "WARN", "timeout": 0},
         "other": {"target_level": None, "timeout": 0}}})]
     assert result.output.splitlines() == [
