@@ -2,7 +2,8 @@
 
 The exposition format is prometheus-client's (`generate_latest` over a registry holding one
 custom collector), so the text is exactly what Prometheus parses. Counters are all-time values
-with system streams left out, as the REST API shows them by default.
+with system streams left out, as the REST API shows them by default, except for a system
+component (the acker), whose every input is a system stream: its figures count them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.protocol import REMOTE_ERRORS
 from executor import stats as st
 from executor.stats_windows import ALL_TIME
+from executor.tuple import is_system_id
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +86,11 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
         for comp in d["components"]:
             cid = comp["id"]
             recs = by_comp.get(cid, [])
-            f = st.component_figures(recs, ALL_TIME, False)
-            for stream, figs in sorted(st.output_streams(recs, ALL_TIME, False).items()):
+            # A system component (the acker) works on system streams only: its figures count them,
+            # as its capacity does, or it would show capacity with nothing executed or acked.
+            own_sys = is_system_id(cid)
+            f = st.component_figures(recs, ALL_TIME, own_sys)
+            for stream, figs in sorted(st.output_streams(recs, ALL_TIME, own_sys).items()):
                 emitted.add_metric([name, cid, stream], figs["emitted"])
                 transferred.add_metric([name, cid, stream], figs["transferred"])
             acked.add_metric([name, cid], f["acked"])

@@ -279,6 +279,30 @@ def test_metrics_have_every_family_with_its_labels():
     assert restarts[0].labels == {"topology": "wc", "host": "h1", "port": "6700"} and restarts[0].value == 2
 
 
+def test_metrics_of_the_acker_count_what_it_did_as_its_capacity_does():
+    # The acker's inputs are all system streams (__ack_init, __ack_ack as one): its executed,
+    # acked and latency must count them, as its capacity (time executing / window) does.
+    counters = {"executed|__system:__ack": 3000, "acked|__system:__ack": 3000,
+                "execute_count|__system:__ack": 3000, "execute_ms_sum|__system:__ack": 52_200.0}
+    acker = to_wire(ExecutorStats("__acker", "acker", 600, _windows(counters)))
+    d = details()
+    d["executors"][0]["stats"] = acker
+    fams = _parsed(metrics.families(cluster_info(), [d]))
+
+    def value(family):
+        return next(s.value for s in fams[family].samples
+                    if s.labels.get("component") == "__acker" and not s.name.endswith("_created"))
+    assert value("storm_component_capacity") == pytest.approx(0.087)
+    assert value("storm_component_executed") == 3000 and value("storm_component_acked") == 3000
+    assert value("storm_component_execute_latency_ms") == pytest.approx(17.4)
+    # capacity = executed x execute latency / window
+    assert value("storm_component_capacity") == pytest.approx(
+        value("storm_component_executed") * value("storm_component_execute_latency_ms") / 600_000)
+    # An ordinary bolt's figures still leave system streams out.
+    emitted = {(s.labels["component"], s.labels["stream"]) for s in fams["storm_component_emitted"].samples}
+    assert ("spout", "__ack_init") not in emitted
+
+
 def test_metrics_when_nimbus_is_down_say_only_that():
     fams = _parsed(metrics.families(None, []))
     assert list(fams) == ["storm_nimbus_up"] and fams["storm_nimbus_up"].samples[0].value == 0
