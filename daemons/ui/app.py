@@ -90,6 +90,20 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
             raise ApiError(404, "Not found", f"no page {page!r}; the pages are {', '.join(PAGES)}")
         return send_from_directory(STATIC, page, mimetype="text/html")
 
+    # ------------------------------------------------------------------ the API's index
+    @app.get(API)
+    @app.get(f"{API}/")
+    def api_index():
+        """What the pages' footer links to: every REST route of this daemon (no Nimbus call)."""
+        routes = sorted({(method, rule.rule) for rule in app.url_map.iter_rules()
+                         if rule.rule.startswith(f"{API}/") and rule.rule != f"{API}/"
+                         for method in rule.methods or () if method in ("GET", "POST")},
+                        key=lambda r: (r[1], r[0]))
+        return json_response({
+            "api": API, "docs": "docs/ui.md, section 'REST API' (Apache Storm's paths and JSON shapes)",
+            "endpoints": [{"method": m, "path": p.replace("<", "{").replace(">", "}")} for m, p in routes],
+            "metrics": "/metrics"})
+
     # ------------------------------------------------------------------ cluster
     @app.get(f"{API}/cluster/configuration")
     def cluster_configuration():

@@ -52,6 +52,23 @@ def test_modules_are_served_as_javascript_and_their_imports_exist(client):
             assert client.get(f"/{ref}").status_code == 200, f"{page} refers to {ref}"
 
 
+def test_the_pages_links_to_the_api_answer_and_its_index_lists_every_route(client):
+    # The footer's /api/v1 link must answer (it was a 404 to anyone who typed it) without
+    # asking Nimbus, and the index it leads to names every REST route.
+    links = [ref for page in PAGES for ref in re.findall(r'href="(api/v1[^"]*)"', (STATIC / page).read_text())]
+    assert links
+    for ref in links:
+        answer = client.get(f"/{ref}")
+        assert answer.status_code == 200 and answer.mimetype == "application/json", ref
+    for path in ("/api/v1", "/api/v1/"):
+        index = client.get(path).get_json()
+        listed = {(e["method"], e["path"]) for e in index["endpoints"]}
+        assert {("GET", "/api/v1/cluster/summary"), ("GET", "/api/v1/topology/{storm_id}"),
+                ("POST", "/api/v1/topology/{storm_id}/kill/{wait}")} <= listed, path
+        rules = {r.rule for r in client.application.url_map.iter_rules() if r.rule.startswith("/api/v1/")}
+        assert len(listed) >= len(rules) - 1  # every route but the index itself
+
+
 def test_pages_read_only_the_rest_api():
     for module in (STATIC / "js").glob("*.js"):
         text = module.read_text().replace('"http://www.w3.org/2000/svg"', "")  # a namespace, not a request
