@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlencode
 
-from flask import Flask, Response, request, send_file
+from flask import Flask, Response, request, send_file, send_from_directory
 from werkzeug.exceptions import HTTPException
 
 from daemons import http_auth
@@ -19,6 +19,10 @@ from daemons.http_server import error_response, json_response
 from daemons.logviewer import files
 
 log = logging.getLogger(__name__)
+
+# The web UI's stylesheet (daemons/ui/static/css, package data), served by the logviewer too.
+UI_CSS = Path(__file__).resolve().parents[1] / "ui" / "static" / "css"
+STYLESHEET = "/static/css/ui.css"
 
 
 def _int_arg(name: str) -> int | None:
@@ -66,10 +70,19 @@ def make_app(log_dir: Path, conf: Mapping[str, Any] | None = None) -> Flask:
                           link("next", page.next_start), link("last", last if page.next_start is not None else None),
                           f'<a href="/download?{urlencode({"file": name})}">download</a>'])
         text = html.escape(page.data.decode("utf-8", errors="replace"))
-        body = (f"<!doctype html><html><head><meta charset=utf-8><link rel=icon href='data:,'><title>{html.escape(name)}</title></head>"
-                f"<body><h1>{html.escape(name)}</h1><p>bytes {page.start}-{page.start + len(page.data)} of "
-                f"{page.size}</p><p>{nav}</p><pre id=log>{text}</pre><p>{nav}</p></body></html>")
+        title = html.escape(name)
+        # The UI's own stylesheet (the same file, served here): `pre.log.page` wraps long lines.
+        body = (f"<!doctype html><html lang=en><head><meta charset=utf-8><link rel=icon href='data:,'>"
+                f"<link rel=stylesheet href=\"{STYLESHEET}\"><title>{title}</title></head>"
+                f"<body><header class=top><span class=brand>storm-py</span><span class=where>logviewer</span>"
+                f"</header><main><h1>{title}</h1><p class=muted>bytes {page.start}-{page.start + len(page.data)} "
+                f"of {page.size}</p><p class=lognav>{nav}</p><pre id=log class=\"log page\">{text}</pre>"
+                f"<p class=lognav>{nav}</p></main></body></html>")
         return Response(body, mimetype="text/html")
+
+    @app.get(STYLESHEET)
+    def stylesheet():
+        return send_from_directory(UI_CSS, "ui.css", mimetype="text/css", max_age=0)
 
     @app.get("/log")
     def log_page():

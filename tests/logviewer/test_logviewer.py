@@ -5,6 +5,7 @@ paths, a link pointing out, `%2e%2e`, NUL) with a 403 naming the name, without r
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 
@@ -13,6 +14,7 @@ from ui_http import request
 
 from daemons.logviewer import files
 from daemons.logviewer.daemon import Logviewer
+from daemons.ui.app import STATIC
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -46,7 +48,25 @@ def test_a_page_by_offset_and_length_and_the_tail_by_default(logviewer):
     status, body, _ = request(logviewer.url, "GET", "/api/v1/log", file=WORKER_LOG, start=0, length=10**9)
     assert len(body["data"]) == min(body["size"], files.MAX_PAGE_BYTES)  # one request reads a bounded amount
     status, page, ctype = request(logviewer.url, "GET", "/log", file=WORKER_LOG, start=7, length=7)
-    assert status == 200 and ctype.startswith("text/html") and "<pre id=log>line 1\n</pre>" in page
+    assert status == 200 and ctype.startswith("text/html") and '<pre id=log class="log page">line 1\n</pre>' in page
+
+
+def test_the_page_has_the_ui_s_stylesheet_and_wraps_long_lines(logviewer, tmp_path):
+    long_line = "x" * 5000 + " " + "y" * 3000
+    (tmp_path / "logs" / "daemon.log").write_text(f"short\n{long_line}\n")
+    status, page, _ = request(logviewer.url, "GET", "/daemonlog", file="daemon.log")
+    assert status == 200 and long_line in page  # the whole line, escaped as it is
+    links = re.findall(r'<link rel=stylesheet href="([^"]+)">', page)
+    assert links == ["/static/css/ui.css"] and '<header class=top>' in page and "<main>" in page
+    status, css, ctype = request(logviewer.url, "GET", links[0])
+    assert status == 200 and ctype.startswith("text/css")
+    assert css == (STATIC / "css" / "ui.css").read_text()  # the UI's own (vendored) stylesheet
+    rules = {sel.strip(): body for sel, body in re.findall(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css))}
+    log_rules = rules["pre.log"] + rules["pre.log.page"]
+    # Nothing cut: lines wrap (at spaces, and within a word too long for the page), and the
+    # page's <pre> has no height limit of its own (the whole page of the log shows).
+    assert "white-space: pre-wrap" in log_rules and "overflow-wrap: anywhere" in rules["pre.log.page"]
+    assert "max-height: none" in rules["pre.log.page"]
 
 
 def test_download_and_list_and_daemon_logs(logviewer):
