@@ -34,6 +34,12 @@ def _print_rows(columns: list[str], rows: list) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
+def _progress(message: str) -> None:
+    """What the command is doing, on stderr (stdout keeps only its answer): starting Spark and
+    reading a large table take seconds to minutes."""
+    click.echo(f"{message} ...", err=True)
+
+
 def _fail(message: str) -> None:
     """One `error:` line on stderr and exit status 1 (never a traceback)."""
     click.echo(f"error: {message}", err=True)
@@ -58,7 +64,9 @@ def _spark_on(table, conf, doing: str):
     owned = spark is None
     try:
         if owned:
-            spark = _build_session(quiet_reader_settings(conf))
+            settings = quiet_reader_settings(conf)
+            _progress(f"starting Spark (master {settings['spark.master']}) to {doing} {table}")
+            spark = _build_session(settings)
         yield spark
     except SparkStartError as exc:
         _fail(f"table {table}: cannot {doing} it: {exc}")
@@ -96,11 +104,18 @@ def show(path, limit, no_dedupe, conf):
         stats = table_stats(path, snapshot=snap)
     except (FileNotFoundError, L.SinkTableError) as exc:
         _fail(str(exc))
+    committed = sum(snap.batch_rows.values())
     with _spark_on(table, conf, "read") as spark:
+        _progress(f"reading every row of {len(stats['batches'])} batches ({committed} rows by their commit "
+                  f"records, {stats['files']} files) to check them")
         total = verify_table(path, spark=spark, snapshot=snap)
         keys = meta.get("dedupe_fields")
         df = read_table(path, dedupe=not no_dedupe and bool(keys), spark=spark, snapshot=snap)
-        shown = total if no_dedupe or not keys else df.count()
+        if no_dedupe or not keys:
+            shown = total
+        else:
+            _progress(f"counting the rows after dedupe on {keys}")
+            shown = df.count()
         rows = df.orderBy(L.WRITTEN_AT_COLUMN, L.BATCH_COLUMN).limit(limit).collect() if limit else []
         columns = df.columns
     leftovers = [n for n in stats["staging"] if not n.endswith(".lock")]
@@ -136,12 +151,35 @@ def compact(path, conf):
     except (FileNotFoundError, L.SinkTableError) as exc:
         _fail(str(exc))
     with _spark_on(table, conf, "compact") as spark:
-        runs = compact_table(path, spark=spark, conf=conf)
+        _progress(f"compacting {before['batch_dirs'] + before['compacted_dirs']} directories "
+                  f"({before['files']} files) of {table}")
+        runs = compact_table(path, spark=spark, conf=conf, on_run=_run_done)
         after = table_stats(path)
-    merged = [r for r in runs if r.status == "compacted"]
     if any(r.status == "busy" for r in runs):
         click.echo(f"table {table}: another compaction holds the table's lease; nothing done")
-    click.echo(f"table {table}: {len(merged)} compaction runs merged {sum(r.inputs for r in merged)} entries "
-               f"({sum(r.rows for r in merged)} rows); directories read: {before['batch_dirs'] + before['compacted_dirs']}"
-               f" -> {after['batch_dirs'] + after['compacted_dirs']}, files: {before['files']} -> {after['files']}; "
-               f"superseded directories deleted: {sum(len(r.deleted) for r in runs)}")
+    click.echo(compaction_summary(str(table), runs, before, after, rows_held(path)))
+
+
+def _run_done(n: int, result) -> None:
+    if result.status == "compacted":
+        _progress(f"run {n}: merged {result.inputs} entries ({result.rows} rows)")
+
+
+def rows_held(path) -> int:
+    """The rows the table holds now, by its commit records (no Spark)."""
+    from executor.sinks.spark import table_snapshot
+
+    return sum(table_snapshot(path).batch_rows.values())
+
+
+def compaction_summary(table: str, runs: list, before: dict, after: dict, held: int) -> str:
+    """The line `sink compact` ends with. Runs merge the outputs of earlier runs again, so the
+    rows they rewrote add up to more than the table holds: both are said, apart."""
+    merged = [r for r in runs if r.status == "compacted"]
+    rewritten = sum(r.rows for r in merged)
+    again = " (a row merged again by a later run counts again)" if len(merged) > 1 else ""
+    return (f"table {table}: {len(merged)} compaction run(s) merged {sum(r.inputs for r in merged)} entries, "
+            f"rewriting {rewritten} rows{again}; the table holds {held} rows; directories read: "
+            f"{before['batch_dirs'] + before['compacted_dirs']} -> {after['batch_dirs'] + after['compacted_dirs']}, "
+            f"files: {before['files']} -> {after['files']}; superseded directories deleted: "
+            f"{sum(len(r.deleted) for r in runs)}")

@@ -22,8 +22,14 @@ from executor.sinks.spark import (  # noqa: E402
     read_table,
     reader_session,
     table_dir,
+    table_snapshot,
     verify_table,
 )
+
+
+def say(message: str) -> None:
+    """What it is doing, on stderr (Spark takes seconds to start): stdout keeps the answer."""
+    print(f"{message} ...", file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -34,9 +40,13 @@ def main() -> int:
     spark = None
     try:
         read_meta(args.path)  # a missing or broken table is reported before Spark starts
+        say(f"starting Spark to read {args.path}")
         spark = reader_session()
-        verify_table(args.path, spark=spark)  # every batch read whole: damage is an error, not a short count
-        rows = top_words(read_table(args.path, spark=spark), args.n)
+        snap = table_snapshot(args.path)  # one snapshot for the check and the counts
+        say(f"reading every row of {len(snap.batch_rows)} batches ({sum(snap.batch_rows.values())} rows) "
+            f"to check them and add up the counts")
+        verify_table(args.path, spark=spark, snapshot=snap)  # every batch read whole: damage is an error
+        rows = top_words(read_table(args.path, spark=spark, snapshot=snap), args.n)
     except (FileNotFoundError, SinkTableError, SparkStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -187,13 +187,16 @@ def _merge(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool
         staging.close()
 
 
-def compact(spark, table: Path, meta: dict[str, Any], policy: Policy, max_runs: int = 10_000) -> list[RunResult]:
+def compact(spark, table: Path, meta: dict[str, Any], policy: Policy, max_runs: int = 10_000,
+            on_run: Callable[[int, RunResult], None] | None = None) -> list[RunResult]:
     """Runs until no two small entries are left (storm-py sink compact): the outputs of the
     first runs, each up to max_entries inputs, are merged by the next ones."""
     results = []
-    for _ in range(max_runs):
+    for n in range(1, max_runs + 1):
         result = compact_once(spark, table, meta, policy, force=True)
         results.append(result)
+        if on_run is not None:
+            on_run(n, result)
         if result.status != "compacted":
             break
     return results

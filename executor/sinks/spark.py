@@ -77,7 +77,7 @@ import logging
 import os
 import queue
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from executor.components import Bolt
 from executor.sinks import _layout as L
@@ -497,11 +497,13 @@ def table_stats(path: str | os.PathLike, snapshot: Snapshot | None = None) -> di
             "files": sum(len(e.files) for e in snap.entries.values()), "staging": staged}
 
 
-def compact_table(path: str | os.PathLike, spark=None, conf: dict[str, Any] | None = None) -> list[RunResult]:
+def compact_table(path: str | os.PathLike, spark=None, conf: dict[str, Any] | None = None,
+                  on_run: Callable[[int, RunResult], None] | None = None) -> list[RunResult]:
     """Compact the table at `path` now (storm-py sink compact): merge its small entries (any two
     or more: sink.compaction.min.batches is the background compaction's trigger) until nothing
-    is left to merge, then delete what no snapshot can need (after sink.retention.secs)."""
+    is left to merge, then delete what no snapshot can need (after sink.retention.secs).
+    `on_run(n, result)` is told of each run as it ends (a progress line)."""
     meta = read_meta(path)
     spark = spark or reader_session()
-    return compact(spark, L.table_dir(path), meta, Policy.from_conf(conf or {}))
+    return compact(spark, L.table_dir(path), meta, Policy.from_conf(conf or {}), on_run=on_run)
 

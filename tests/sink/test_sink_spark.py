@@ -170,14 +170,44 @@ def test_sink_show_prints_rows_and_counts(spark, tmp_path):
     runner = CliRunner()
     out = runner.invoke(main, ["sink", "show", path, "--limit", "2"])
     assert out.exit_code == 0, out.output
-    lines = out.output.splitlines()
+    lines = out.stdout.splitlines()
     assert "4 rows, 3 after dedupe on ['id']" in lines[0]
+    # what it is doing goes to stderr, so that stdout holds only the answer
+    assert "reading every row of 2 batches (4 rows by their commit records" in out.stderr, out.stderr
+    assert "counting the rows after dedupe on ['id']" in out.stderr, out.stderr
     assert lines[1].split()[:2] == ["id", "v"] and L.BATCH_COLUMN in lines[1]
     assert len(lines) == 5 and lines[-1] == "(2 of 3 rows shown)"
     out = runner.invoke(main, ["sink", "show", path, "--no-dedupe", "--limit", "10"])
-    assert out.exit_code == 0 and out.output.splitlines()[-1] == "(4 of 4 rows shown)"
+    assert out.exit_code == 0 and out.stdout.splitlines()[-1] == "(4 of 4 rows shown)"
     out = runner.invoke(main, ["sink", "show", str(tmp_path / "missing")])
     assert out.exit_code != 0 and "no storm-py sink table" in out.output
+
+
+def test_sink_compact_says_what_it_rewrote_apart_from_what_the_table_holds(spark, tmp_path):
+    """Later compaction runs merge the outputs of earlier ones again: the rows they rewrote add
+    up to more than the table holds, and the command says which is which (it said "N rows" for
+    the rewritten total alone, 1.2M for a table of 25k)."""
+    from daemons.cli import main
+
+    path = str(tmp_path / "t")
+    feeder = FeederSpout(["id", "v"])
+    with LocalCluster() as cluster:
+        cluster.submit_topology("compact", {"sink.compaction.enabled": False}, _sink_topology(
+            feeder, SparkSinkBolt(path, batch_size=2, flush_interval_secs=60)))
+        for i in range(8):  # a batch of two at a time (rows that wait for a write join the next batch)
+            feeder.feed([i, f"v{i}"], msg_id=i)
+            if i % 2:
+                poll(lambda: len(feeder.acked) == i + 1, timeout=90, message=f"rows 0-{i} acked")
+    out = CliRunner().invoke(main, ["sink", "compact", path, "-c", "sink.compaction.max.batches=2",
+                                    "-c", "sink.retention.secs=0"])
+    assert out.exit_code == 0, out.output
+    line = out.stdout.strip()
+    assert "the table holds 8 rows" in line, line
+    runs = [ln for ln in out.stderr.splitlines() if ln.startswith("run ")]
+    assert len(runs) >= 2 and "(a row merged again by a later run counts again)" in line, out.output
+    rewritten = int(line.split("rewriting ")[1].split()[0])
+    assert rewritten > 8, line
+    assert verify_table(path, spark=spark) == 8
 
 
 def test_a_table_of_another_layout_kills_the_sink_in_prepare_with_one_line(spark, tmp_path):

@@ -17,7 +17,12 @@ import pytest
 from sink_helpers import kill_process, poll, writer_process
 
 from executor.sinks import _layout as L
-from executor.sinks._session import SparkSessionHolder, spark_settings
+from executor.sinks._session import (
+    SparkSessionHolder,
+    quiet_reader_settings,
+    reader_shuffle_partitions,
+    spark_settings,
+)
 from executor.sinks._writer import Batch, BatchWriter
 from executor.sinks.spark import SinkWriteError, SparkSinkBolt
 from executor.tuple import Fields, Tuple, make_tick
@@ -408,6 +413,36 @@ def test_session_holder_never_stops_a_session_it_did_not_create():
     assert h.acquire({}) is mine
     h.release()
     assert mine.stopped == 0
+
+
+@pytest.mark.parametrize("master, want", [("local", 2), ("local[1]", 2), ("local[3]", 6), ("local[2,4]", 4),
+                                          ("local[*]", 2 * (os.cpu_count() or 1)),
+                                          ("spark://h:7077", None), ("yarn", None)])
+def test_a_reading_session_shuffles_into_few_partitions_on_a_local_master(master, want):
+    # Spark's 200 shuffle partitions are 200 tasks in a row on local[1]: `sink show` of a small
+    # table read for 18 s instead of 8.
+    assert reader_shuffle_partitions(master) == want
+    settings = quiet_reader_settings({"spark.master": master})
+    assert settings.get("spark.sql.shuffle.partitions") == (None if want is None else str(want))
+    # the user's own setting wins
+    assert quiet_reader_settings({"spark.master": master, "spark.sql.shuffle.partitions": 7})[
+        "spark.sql.shuffle.partitions"] == "7"
+
+
+def test_compaction_summary_says_the_rows_rewritten_and_the_rows_held_apart():
+    from daemons.cli_sink import compaction_summary
+    from executor.sinks._compact import RunResult
+
+    runs = [RunResult("compacted", inputs=2, rows=10), RunResult("compacted", inputs=2, rows=15),
+            RunResult("nothing")]
+    before = {"batch_dirs": 3, "compacted_dirs": 0, "files": 3}
+    after = {"batch_dirs": 0, "compacted_dirs": 1, "files": 1}
+    line = compaction_summary("/t", runs, before, after, held=15)
+    assert line.startswith("table /t: 2 compaction run(s) merged 4 entries, rewriting 25 rows (a row merged "
+                           "again by a later run counts again); the table holds 15 rows;"), line
+    assert "directories read: 3 -> 1, files: 3 -> 1" in line
+    one = compaction_summary("/t", runs[1:], before, after, held=15)
+    assert "rewriting 15 rows; the table holds 15 rows" in one
 
 
 def test_spark_settings_defaults_and_pass_through():
