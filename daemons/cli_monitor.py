@@ -14,13 +14,14 @@ import click
 
 from daemons.cli_admin import NimbusSession
 from daemons.cli_options import common_options
+from daemons.reports.formats import per_second
 
 HEADER = "topology\tcomponent\tparallelism\tstream\ttime-diff ms\t{watch}\tthroughput (Kt/s)"
 
 
 def monitor_line(topology: str, component: str, parallelism: int, stream: str, diff_ms: int, count_diff: int) -> str:
-    """One of Storm's monitor lines (throughput: tuples per millisecond = thousands a second)."""
-    throughput = count_diff / diff_ms if diff_ms > 0 else 0.0
+    """One of Storm's monitor lines (throughput: thousands of tuples a second)."""
+    throughput = per_second(count_diff, diff_ms / 1000) / 1000
     return f"{topology}\t{component}\t{parallelism}\t{stream}\t{diff_ms}\t{count_diff}\t{throughput:.3f}"
 
 

@@ -17,6 +17,12 @@ def pretty_uptime(secs: int | float | None) -> str:
     return " ".join(f"{n}{unit}" for n, unit in parts + [(secs, "s")])
 
 
+def per_second(count: float, secs: float) -> float:
+    """A rate: `count` tuples over `secs` seconds (0.0 over no time). `storm-py monitor`'s
+    throughput (between two readings) and the UI's per-second figures (over a stats window)."""
+    return count / secs if secs > 0 else 0.0
+
+
 def fixed3(value: float | None) -> str:
     """Latencies and capacity: strings with three decimals, never null (Storm's "%.3f")."""
     return f"{float(value or 0.0):.3f}"

@@ -226,6 +226,11 @@ def test_topology_page_figures_grow_without_a_reload(cluster, browser, shots):
     wait_until(lambda: count(cells(browser, "bolts")["split"][executed]) > first_split, timeout=60, interval=0.5,
                message="split's executed count to grow on the page")
     assert browser.execute_script("return window.__loaded_once === true"), "the page reloaded itself"
+    # Per-second rates next to the counts (the REST answer's, over the last 10 minutes).
+    acked_rate, executed_rate = header_index(browser, "spouts", "Acked/s"), header_index(browser, "bolts", "Executed/s")
+    wait_until(lambda: float(cells(browser, "spouts")["sentences"][acked_rate].replace(",", "")) > 0
+               and float(cells(browser, "bolts")["split"][executed_rate].replace(",", "")) > 0,
+               timeout=60, interval=0.5, message="the spout's acked/s and split's executed/s on the page")
     # Capacity cells are figures with three decimals; the workers table links to the logviewer.
     capacity = header_index(browser, "bolts", "Capacity")
     assert all(float(row[capacity]) >= 0 for row in cells(browser, "bolts").values())

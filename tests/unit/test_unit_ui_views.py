@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape, shape_problems
 
+from daemons.cli_monitor import monitor_line
 from daemons.nimbus.details import info_from_details
 from daemons.reports import formats as fmt
 from daemons.reports import views
@@ -136,6 +137,31 @@ def test_topology_figures_per_window_and_sys():
     assert with_sys["spouts"][0]["emitted"] == 200  # __ack_init counted with sys=1
     assert answer["workers"][0]["componentNumTasks"] == {"__acker": 1, "spout": 1, "split": 2}
     assert answer["workers"][0]["workerLogLink"].startswith("http://h1:8000/log?file=wc-1-1000%2F6700")
+
+
+def test_spouts_and_bolts_have_per_second_rates_as_monitor_computes_them():
+    def record(component, kind, secs, counters):
+        wins = {**_windows({k: 10 * v for k, v in counters.items()}, 6000.0), "600": (secs, counters)}
+        return to_wire(ExecutorStats(component, kind, 60, wins))
+    spout = record("spout", "spout", 300.0, {"emitted|default": 3000, "emitted|__ack_init": 3000,
+                                              "acked|default": 1500})
+    d = details(spout=spout, split=record("split", "bolt", 120.0, {
+        "emitted|default": 2400, "executed|spout:default": 600, "acked|spout:default": 600,
+        "execute_ms_sum|spout:default": 60.0, "execute_count|spout:default": 600}))
+    answer = views.topology_detail(d)
+    row = answer["spouts"][0]
+    # over the last 10 minutes (the executor's 600 window covers 300 s), system streams left out
+    assert (row["emittedPerSec"], row["ackedPerSec"]) == (10.0, 5.0)
+    assert row["emitted"] == 30000  # the counts stay the chosen window's (all time)
+    split = answer["bolts"][0]
+    # two executors, each its own window: 2400/120 s + 360/600 s (bolt_record's figures)
+    assert split["emittedPerSec"] == pytest.approx(20.0 + 360 / 600)
+    assert split["executedPerSec"] == pytest.approx(5.0 + 90 / 600)
+    assert split["ackedPerSec"] == pytest.approx(5.0 + 90 / 600)
+    # the same function as storm-py monitor's throughput (thousands a second)
+    assert fmt.per_second(3000, 300.0) == 10.0 and fmt.per_second(5, 0.0) == 0.0
+    assert monitor_line("wc", "spout", 1, "default", 4000, 40000).endswith("\t40000\t10.000")
+    assert_shape("topology-detail", answer)
 
 
 def test_component_answer_per_stream_and_executor():

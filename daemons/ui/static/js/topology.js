@@ -10,6 +10,8 @@ import {
 } from "./dom.js";
 import { drawGraph } from "./graph.js";
 
+const RATE_TIP = "tuples a second over the last 10 minutes (as capacity), summed over the executors";
+
 const id = param("id");
 
 let lastStatus = null;
@@ -72,14 +74,19 @@ async function render() {
   ], t.topologyStats);
   drawGraph(document.getElementById("graph"), t.id, vis);
   const errorCell = (r) => r.lastError;
+  // Per-second figures as the REST API computes them (storm-py monitor's throughput, over the
+  // last 10 minutes): shown, not computed, here.
+  const rate = (v) => (v === undefined || v === null ? "" : Number(v).toFixed(1));
   renderTable(document.getElementById("spouts"), [
     { title: "Id", value: (s) => link(componentHref(t.id, s.spoutId), s.spoutId) },
     { title: "Executors", value: (s) => s.executors },
     { title: "Tasks", value: (s) => s.tasks },
     { title: "Emitted", value: (s) => s.emitted },
+    { title: "Emitted/s", value: (s) => rate(s.emittedPerSec), tip: RATE_TIP },
     { title: "Transferred", value: (s) => s.transferred },
     { title: "Complete latency (ms)", value: (s) => s.completeLatency },
     { title: "Acked", value: (s) => s.acked },
+    { title: "Acked/s", value: (s) => rate(s.ackedPerSec), tip: RATE_TIP },
     { title: "Failed", value: (s) => s.failed },
     { title: "Last error", value: errorCell, cls: () => "error" },
   ], t.spouts, "no spouts");
@@ -88,12 +95,15 @@ async function render() {
     { title: "Executors", value: (b) => b.executors },
     { title: "Tasks", value: (b) => b.tasks },
     { title: "Emitted", value: (b) => b.emitted },
+    { title: "Emitted/s", value: (b) => rate(b.emittedPerSec), tip: RATE_TIP },
     { title: "Transferred", value: (b) => b.transferred },
     { title: "Capacity", value: (b) => b.capacity, cls: (b) => capacityClass(b.capacity), tip: "share of the window the executors spent executing; near 1 the bolt is the bottleneck" },
     { title: "Execute latency (ms)", value: (b) => b.executeLatency },
     { title: "Executed", value: (b) => b.executed },
+    { title: "Executed/s", value: (b) => rate(b.executedPerSec), tip: RATE_TIP },
     { title: "Process latency (ms)", value: (b) => b.processLatency },
     { title: "Acked", value: (b) => b.acked },
+    { title: "Acked/s", value: (b) => rate(b.ackedPerSec), tip: RATE_TIP },
     { title: "Failed", value: (b) => b.failed },
     { title: "Back-pressure", value: (b) => (vis[b.boltId] && vis[b.boltId][":backpressure"] ? "ON" : ""), cls: (b) => (vis[b.boltId] && vis[b.boltId][":backpressure"] ? "hot" : undefined) },
     { title: "Last error", value: errorCell, cls: () => "error" },
