@@ -8,11 +8,12 @@ import shutil
 import signal
 
 import pytest
+import ui_http
 from devcluster_helpers import ROOT, DevClusterProcess, alive, processes_under, running_dev_cluster, storm_py
 from testutil import wait_until
 
 from cluster_state.factory import mk_storm_cluster_state
-from daemons.devcluster import worker_processes
+from daemons.devcluster import DevCluster, worker_processes
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
 
@@ -146,3 +147,26 @@ def test_client_commands_against_the_dev_cluster(dev_cluster):
     finally:
         state.disconnect()
     assert not [p for p in processes_under(c.base) if "executor.worker_main" in " ".join(p.cmdline())]
+
+
+def test_nimbus_log_link_is_served_by_a_logviewer_or_blank(tmp_path):
+    # Storm links Nimbus's log to the logviewer on its host (logviewer.port): the UI must not
+    # point at a port nothing listens on (it pointed at 8000).
+    base = tmp_path / "dev"
+    dev = DevCluster(base, supervisors=1, slots=1, user_conf={"supervisor.heartbeat.frequency.secs": 1})
+    try:
+        dev.start()
+        nimbuses = ui_http.get(dev.ui_url, "/api/v1/nimbus/summary")["nimbuses"]
+        assert nimbuses
+        for n in nimbuses:
+            link = n["nimbusLogLink"]
+            if link:  # served: the link opens Nimbus's log (a refused connection fails the test)
+                status, page, _ = ui_http.request(link, "GET", "")
+                assert status == 200 and "nimbus" in page, (link, status)
+        # The supervisors' logviewers still serve their workers' logs (their own conf's port).
+        ports = {v.extra["port"] for v in dev.logviewers}
+        assert ports and all(p != 0 for p in ports)
+    finally:
+        dev.stop()
+    left = processes_under(base)
+    assert not left, f"processes left behind: {[p.pid for p in left]}"
