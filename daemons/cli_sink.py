@@ -93,6 +93,7 @@ def show(path, limit, no_dedupe, conf):
     damaged table is reported (naming the file) rather than shown short or altered.
     """
     from executor.sinks import _layout as L
+    from executor.sinks._integrity import check_files
     from executor.sinks.spark import read_meta, read_table, table_snapshot, table_stats, verify_table
 
     try:
@@ -102,6 +103,8 @@ def show(path, limit, no_dedupe, conf):
         # change nothing shown.
         snap = table_snapshot(path)
         stats = table_stats(path, snapshot=snap)
+        # Missing, emptied or truncated files, before Spark starts (a directory walk).
+        check_files(table, snap.entries.values())
     except (FileNotFoundError, L.SinkTableError) as exc:
         _fail(str(exc))
     committed = sum(snap.batch_rows.values())
