@@ -88,8 +88,17 @@ def record_status(record: WorkerRecord) -> ProcessStatus:
     return record.process_status(process_facts(record.pid) if record.pid is not None else None)
 
 
+def signals_group(sig: signal.Signals) -> bool:
+    """Whether `sig` goes to the worker's whole process group. SIGTERM asks the worker to stop
+    and goes to it alone: it stops what it started in order (its sinks finish their writes, then
+    stop their Spark JVM; its subprocess components are closed). Sent to the group, the JVM
+    stopped itself under a write in progress, and worker.log had a Py4J traceback at every
+    stop. SIGKILL, the forced stop after the shutdown wait, takes the whole group."""
+    return sig == signal.SIGKILL
+
+
 def signal_worker(record: WorkerRecord, sig: signal.Signals) -> bool:
-    """Send `sig` to the worker's process group (its session: the worker and anything it
+    """Send `sig` to the worker (SIGKILL: to its process group, the worker and anything it
     started) if the recorded pid is still our worker. Returns whether a signal was sent."""
     status = record_status(record)
     if status is not ProcessStatus.ALIVE:
@@ -99,7 +108,7 @@ def signal_worker(record: WorkerRecord, sig: signal.Signals) -> bool:
         return False
     pid = record.pid
     try:
-        if os.getpgid(pid) == pid:
+        if signals_group(sig) and os.getpgid(pid) == pid:
             os.killpg(pid, sig)
         else:
             os.kill(pid, sig)

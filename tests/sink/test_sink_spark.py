@@ -197,7 +197,7 @@ def test_sink_compact_says_what_it_rewrote_apart_from_what_the_table_holds(spark
         for i in range(8):  # a batch of two at a time (rows that wait for a write join the next batch)
             feeder.feed([i, f"v{i}"], msg_id=i)
             if i % 2:
-                poll(lambda: len(feeder.acked) == i + 1, timeout=90, message=f"rows 0-{i} acked")
+                poll(lambda n=i + 1: len(feeder.acked) == n, timeout=90, message=f"rows 0-{i} acked")
     out = CliRunner().invoke(main, ["sink", "compact", path, "-c", "sink.compaction.max.batches=2",
                                     "-c", "sink.retention.secs=0"])
     assert out.exit_code == 0, out.output
