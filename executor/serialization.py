@@ -192,11 +192,33 @@ def measure_values(values: Any) -> tuple[str | None, int]:
                 return f"integer {v} does not fit in 64 bits", n
             n += 9
         else:
+            if t is dict:  # a record of text fields (a RedisStreamSpout's `fields`): measured, not packed
+                m = _text_dict_bytes(v)
+                if m >= 0:
+                    n += m
+                    continue
             try:
                 n += len(msgpack.packb(v, use_bin_type=True))
             except (TypeError, ValueError, OverflowError) as exc:
                 return f"value {v!r:.200} of type {t.__name__} cannot be serialized ({exc})", n
     return None, n
+
+
+def _text_dict_bytes(d: dict) -> int:
+    """The msgpack size of a dict of str to str (within a few bytes), or -1 for any other dict
+    (and for text msgpack cannot encode: the caller packs it to report the problem)."""
+    n = 5
+    for k, x in d.items():
+        if type(k) is not str or type(x) is not str:
+            return -1
+        if k.isascii() and x.isascii():
+            n += len(k) + len(x) + 10
+        else:
+            try:
+                n += len(k.encode("utf-8")) + len(x.encode("utf-8")) + 10
+            except UnicodeEncodeError:
+                return -1
+    return n
 
 
 def batch_bytes(batch: list) -> int:

@@ -71,6 +71,10 @@ def map_fields(flat) -> dict[str, str]:
     `flat` is the entry as the spout's connection gives it: [name, value, name, value, ...],
     decoded as UTF-8 with "surrogateescape" (by hiredis, in C), so bytes that are not UTF-8 show
     as lone surrogates and nothing is lost (they encode back to the same bytes)."""
+    if len(flat) == 2:  # one field, the common record: no iterators, two checks in C
+        name, value = flat
+        if name.isascii() and value.isascii():
+            return {name: value}
     if not flat:
         raise UnmappableEntry("it has no fields")
     it = iter(flat)

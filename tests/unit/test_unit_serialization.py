@@ -15,6 +15,7 @@ from executor.serialization import (
     DecodeError,
     check_values,
     decode_batch,
+    measure_values,
     pack_batch,
     unpack_batch,
 )
@@ -245,6 +246,25 @@ def test_check_values_flags_non_msgpack_values(values, needle):
     problem = check_values(values)
     assert isinstance(problem, str) and problem
     assert needle in problem
+
+
+@pytest.mark.parametrize("record", [
+    {"s": "the cow jumped over the moon"}, {"caf\u00e9": "\u20ac" * 40, "n": ""}, {}, {"a": "x" * 2000},
+])
+def test_a_dict_of_text_is_measured_without_packing_it_within_a_few_bytes(record):
+    # A RedisStreamSpout's `fields`: measured per emit, so not packed for it (issue 33).
+    problem, n = measure_values([record])
+    packed = len(msgpack.packb(record, use_bin_type=True))
+    assert problem is None
+    assert packed <= n - 64 <= packed + 10 * len(record) + 5  # 64: the per-tuple overhead
+
+
+@pytest.mark.parametrize("record, needle", [
+    ({"k": "\ud800"}, "surrogates not allowed"), ({1: object()}, "object"), ({"k": {1, 2}}, "set"),
+])
+def test_a_dict_the_fast_measure_cannot_take_is_packed_and_its_problem_named(record, needle):
+    problem, _ = measure_values([record])
+    assert problem is not None and needle in problem, problem
 
 
 def test_check_values_agrees_with_pack_batch():

@@ -66,6 +66,7 @@ def test_fields_map_to_text_or_say_which_field_is_not():
         return [b.decode("utf-8", "surrogateescape") for b in raw]
 
     assert map_fields(decoded(b"a", b"1", b"b", b"x")) == {"a": "1", "b": "x"}
+    assert map_fields(decoded(b"s", b"the cow")) == {"s": "the cow"}  # one field: the short path
     assert map_fields(decoded(b"caf\xc3\xa9", b"\xe2\x82\xac")) == {"café": "€"}
     with pytest.raises(UnmappableEntry, match="the value of field 'a' is not UTF-8"):
         map_fields(decoded(b"a", b"\xff"))
