@@ -119,16 +119,13 @@ def _dev_cluster_dir(temp, name, port, pid=None):
 
 
 def _unreachable(*args, tmp_path, env_extra):
-    """`storm-py list` against a port where nothing listens, with a 30 s nimbus.thrift.timeout:
-    its one error line, and how long it took."""
-    import time
-
-    began = time.monotonic()
-    out = _storm_py("list", "-c", "nimbus.thrift.timeout=30", *args, cwd=tmp_path, env_extra=env_extra,
+    """`storm-py list` against a port where nothing listens: its one error line. The command's
+    nimbus.thrift.timeout (600 s) is far beyond the subprocess's (60 s): a refused connection
+    must be final, not waited for (else the subprocess times out and the test fails)."""
+    out = _storm_py("list", "-c", "nimbus.thrift.timeout=600", *args, cwd=tmp_path, env_extra=env_extra,
                     timeout=60)
-    took = time.monotonic() - began
     return one_error_line(out, "cannot reach Nimbus at ", ": connection refused (nothing listens there)",
-                          code=1), took
+                          code=1)
 
 
 def test_no_nimbus_and_no_conf_names_the_conf_used_and_the_running_dev_cluster(tmp_path):
@@ -142,7 +139,7 @@ def test_no_nimbus_and_no_conf_names_the_conf_used_and_the_running_dev_cluster(t
                            stdin=subprocess.DEVNULL)
     try:
         conf_dir = _dev_cluster_dir(temp, "abc", port, pid=dev.pid)
-        line, took = _unreachable("-c", f"nimbus.thrift.port={port}", tmp_path=tmp_path,
+        line = _unreachable("-c", f"nimbus.thrift.port={port}", tmp_path=tmp_path,
                                   env_extra={"TMPDIR": str(temp)})
     finally:
         dev.kill()
@@ -151,20 +148,18 @@ def test_no_nimbus_and_no_conf_names_the_conf_used_and_the_running_dev_cluster(t
     assert "conf: no storm.yaml found (no --conf-dir, $STORM_CONF_DIR unset), packaged defaults" in line
     assert (f"a dev cluster runs with conf dir {conf_dir.resolve()}: add --conf-dir {conf_dir.resolve()} "
             f"(or export STORM_CONF_DIR={conf_dir.resolve()})") in line
-    assert took < 15, took  # a refused connection is definitive: not the 30 s timeout
 
 
 def test_no_nimbus_with_a_conf_dir_names_its_storm_yaml_and_a_stopped_dev_cluster(tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()
     conf_dir = _dev_cluster_dir(temp, "gone", _free_port())
-    line, took = _unreachable("--conf-dir", str(conf_dir), tmp_path=tmp_path, env_extra={"TMPDIR": str(temp)})
+    line = _unreachable("--conf-dir", str(conf_dir), tmp_path=tmp_path, env_extra={"TMPDIR": str(temp)})
     assert f"conf: --conf-dir {conf_dir / 'storm.yaml'}" in line, line
     assert f"that dev cluster is not running (storm-py dev-cluster --dir {conf_dir.parent.resolve()} starts it)" \
         in line
-    assert took < 15, took
     # without --conf-dir, the stopped dev cluster is where to look
-    line, _took = _unreachable("-c", f"nimbus.thrift.port={_free_port()}", tmp_path=tmp_path,
+    line = _unreachable("-c", f"nimbus.thrift.port={_free_port()}", tmp_path=tmp_path,
                                env_extra={"TMPDIR": str(temp)})
     assert f"no dev cluster runs (the latest one's conf dir, {conf_dir.resolve()}, is used with --conf-dir" in line
 
@@ -172,7 +167,7 @@ def test_no_nimbus_with_a_conf_dir_names_its_storm_yaml_and_a_stopped_dev_cluste
 def test_no_nimbus_with_an_empty_storm_conf_dir_says_it_has_no_storm_yaml(tmp_path):
     (tmp_path / "tmp").mkdir()
     (tmp_path / "etc").mkdir()
-    line, _took = _unreachable("-c", f"nimbus.thrift.port={_free_port()}", tmp_path=tmp_path,
+    line = _unreachable("-c", f"nimbus.thrift.port={_free_port()}", tmp_path=tmp_path,
                                env_extra={"TMPDIR": str(tmp_path / "tmp"), "STORM_CONF_DIR": str(tmp_path / "etc")})
     assert (f"conf: no storm.yaml found ($STORM_CONF_DIR={tmp_path / 'etc'} has none), packaged defaults; "
             "name the cluster's conf dir (holding its storm.yaml) with --conf-dir DIR or $STORM_CONF_DIR") in line

@@ -226,14 +226,12 @@ def test_unreachable_server_names_host_port_within_the_timeout():
 
 
 def test_a_refused_connection_is_final_for_the_cli_not_waited_for():
+    # a 600 s timeout against the test's 60 s: waited for, the test would time out
     port = free_port()
-    with RpcClient("127.0.0.1", port, timeout_secs=30, refused_is_final=True) as c:
-        began = time.monotonic()
+    with RpcClient("127.0.0.1", port, timeout_secs=600, refused_is_final=True) as c:
         with pytest.raises(UnreachableError) as info:
             c.call("list")
-        took = time.monotonic() - began
     assert str(info.value) == f"cannot reach Nimbus at 127.0.0.1:{port}: connection refused (nothing listens there)"
-    assert took < 5  # not the 30 s timeout
 
 
 def test_a_refused_seed_hands_over_to_the_next_at_once():
@@ -241,12 +239,11 @@ def test_a_refused_seed_hands_over_to_the_next_at_once():
     srv = RpcServer("127.0.0.1", 0, HANDLERS, name=NAME)
     srv.start()
     try:
+        # 600 s against the test's 60 s: half of it waited on the first seed would time the test out
         conf = {"nimbus.seeds": ["127.0.0.2", "127.0.0.1"], "nimbus.thrift.port": srv.port,
-                "nimbus.thrift.timeout": 30}
+                "nimbus.thrift.timeout": 600}
         with client_from_conf(conf, refused_is_final=True) as c:
-            began = time.monotonic()
             assert c.call("echo", x=1) == {"x": 1}
-            assert time.monotonic() - began < 5  # not half of the 30 s spent on the first seed
     finally:
         srv.stop()
     assert_threads_gone((NAME,))
@@ -260,10 +257,9 @@ def test_a_seed_that_accepts_but_never_answers_is_still_waited_for():
         listener.listen()
         port = listener.getsockname()[1]
         with RpcClient(["127.0.0.1"], port, timeout_secs=1, refused_is_final=True) as c:
-            began = time.monotonic()
+            # the timeout's message, not the refusal's: it was waited for
             with pytest.raises(UnreachableError, match=rf"^cannot reach Nimbus at 127.0.0.1:{port} within 1s$"):
                 c.call("list")
-            assert time.monotonic() - began >= 0.9
         # a refused seed beside it is named in the timeout's message
         with RpcClient(["127.0.0.2", "127.0.0.1"], port, timeout_secs=1, refused_is_final=True) as c:
             with pytest.raises(UnreachableError) as info:
