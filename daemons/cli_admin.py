@@ -81,7 +81,7 @@ def _conf_hint_now() -> str:
     from daemons.cli_options import loaded_config
     from daemons.devcluster import find_dev_clusters
 
-    try:
+    try:  # (the working directory may be gone)
         clusters = find_dev_clusters(Path(tempfile.gettempdir()), Path.cwd())
     except OSError:
         clusters = []
@@ -150,8 +150,6 @@ def _last_error(problem: dict | None, now: float) -> str:
 
 def when(seconds: float, now: float | None = None) -> str:
     """'in 30s (at 14:05:09)': when a wait of `seconds` from `now` ends, in local time."""
-    import time
-
     at = (time.time() if now is None else now) + seconds
     return f"in {seconds:.0f}s (at {time.strftime('%H:%M:%S', time.localtime(at))})"
 

@@ -96,8 +96,7 @@ class RedisStreamSpout(Spout):
         max_pending = conf.get("topology.max.spout.pending") or 0
         limit = min(self.max_in_flight, max_pending) if max_pending > 0 else self.max_in_flight
         self._ledger = ledger = StreamLedger(limit, self.max_deliveries)
-        self._in_flight = in_flight = ledger.in_flight
-        self._stream0 = self.streams[0]
+        in_flight = ledger.in_flight
         settings = FetchSettings(
             streams=self.streams, group=self.group, consumer=f"{prefix}-{context.this_task_index}",
             start=self.start, batch=self.batch, min_read=max(1, min(self.batch, limit // 4)),
@@ -135,10 +134,8 @@ class RedisStreamSpout(Spout):
             key = (self._stream, entry_id)
             kind = self._kind
             if kind == NEW:
-                in_flight = self._in_flight  # the ledger's take(), inline: once per tuple
-                if key in in_flight:
+                if not self._ledger.take(key):
                     continue  # claimed back while already in flight here
-                in_flight.add(key)
             elif kind == GONE:
                 self._ledger.forget(key)
                 continue
@@ -155,12 +152,8 @@ class RedisStreamSpout(Spout):
             return
 
     def ack(self, msg_id) -> None:
-        key = tuple(msg_id) if self._multi else (self._stream0, msg_id)
-        in_flight = self._in_flight
-        if key in in_flight:  # the ledger's acked(), inline: once per tuple
-            in_flight.discard(key)
-            if self._ledger.fails:
-                self._ledger.fails.pop(key, None)
+        key = tuple(msg_id) if self._multi else (self.streams[0], msg_id)
+        if self._ledger.acked(key):
             self._acks.append(key)  # sent with the next read (stream_fetcher.py)
             if self._budget() == self._wake_at:  # acks free one slot each: it passes this once
                 self._fetcher.wake()
