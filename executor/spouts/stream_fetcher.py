@@ -11,7 +11,9 @@ deleted group. What the spout must know comes back as `Fetched` batches and prob
 Entries stay as the reply parser (hiredis, in C) made them: `[entry_id, [name, value, ...]]`
 lists of str, in the batches they were read in. Every object this thread makes per entry is
 made under the GIL the executor thread needs, so it makes none (redis-py's own reply
-callbacks for the stream commands, a dict per entry, are switched off).
+callbacks for the stream commands, a dict per entry, are switched off). For the same reason
+reads and acks go over a connection of its own with one send per round trip
+(executor/spouts/stream_wire.py); the rarer commands use redis-py's client.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from executor.spouts.stream_ledger import later_id, original_bytes, retry_delay
+from executor.spouts.stream_wire import StreamWire
 from executor.state.redis_client import RedisSettings, connect, problem_of
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,8 @@ class StreamFetcher:
         self._wake = threading.Event()
         self._stop = False
         self._client = None
+        self._wire = StreamWire(redis)  # reads and acks (the hot round trip)
+        self._read_args = ("STREAMS", *settings.streams, *(">",) * len(settings.streams))
         self._failures = 0
         self._retry_at = 0.0
         self._down_since: float | None = None
@@ -141,6 +146,10 @@ class StreamFetcher:
                 self._wake.wait(IDLE_WAIT_SECS if self._client is not None else
                                 max(0.0, min(1.0, self._retry_at - time.monotonic())))
                 self._wake.clear()
+        self._close()
+
+    def _close(self) -> None:
+        self._wire.close()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -194,6 +203,7 @@ class StreamFetcher:
         try:
             for stream in self.s.streams:
                 self._ensure_group(client, stream, self.s.start)
+            self._wire.open()
         except (rex.RedisError, OSError) as exc:
             client.close()
             self._lost(exc)
@@ -220,9 +230,7 @@ class StreamFetcher:
     def _lost(self, exc: BaseException) -> None:
         """Redis unreachable or failing: one problem line per outage, then retries with a back-off
         (the spout's tuples in flight are kept; their acks wait here)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._close()
         now = time.monotonic()
         self._failures += 1
         self._retry_at = now + retry_delay(self._failures)
@@ -255,12 +263,10 @@ class StreamFetcher:
 
     def _read(self, count: int, acks: dict[str, list[str]]) -> int:
         """New entries (up to count), after sending `acks` in the same round trip."""
-        pipe = self._client.pipeline(transaction=False)
-        for stream, ids in acks.items():
-            pipe.xack(stream, self.s.group, *ids)
-        pipe.xreadgroup(self.s.group, self.s.consumer, {s: ">" for s in self.s.streams}, count=count)
+        commands = [("XACK", stream, self.s.group, *ids) for stream, ids in acks.items()]
+        commands.append(("XREADGROUP", "GROUP", self.s.group, self.s.consumer, "COUNT", count, *self._read_args))
         try:
-            reply = pipe.execute()[-1] or []
+            reply = self._wire.call(commands)[-1] or []
         except BaseException as exc:
             self._requeue_acks(acks, exc)
             raise
@@ -360,10 +366,7 @@ class StreamFetcher:
         if not by_stream:
             return False
         try:
-            pipe = self._client.pipeline(transaction=False)
-            for stream, ids in by_stream.items():
-                pipe.xack(stream, self.s.group, *ids)
-            pipe.execute()
+            self._wire.call([("XACK", stream, self.s.group, *ids) for stream, ids in by_stream.items()])
         except BaseException as exc:
             self._requeue_acks(by_stream, exc)
             raise
