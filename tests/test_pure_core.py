@@ -1,7 +1,8 @@
 """The semantics suites again on the pure-Python twin of the per-tuple core (STORM_PY_PURE=1,
 executor/core/__init__.py): local and worker-process acking, groupings, ticks, back-pressure,
-timeouts, faults, multilang and windows/state. The rest of the suite runs on the compiled core;
-this subset keeps the twin complete while the whole run stays under 30 minutes on 2 cores."""
+timeouts, faults, multilang, windows/state and the Redis stream spout. The rest of the suite runs
+on the compiled core; this subset keeps the twin complete while the whole run stays under 30
+minutes on 2 cores."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ SUITES = [
     "tests/worker/test_worker_groupings.py",
     "tests/multilang/test_multilang_failures.py",
     "tests/state/test_state_faults.py",
+    "tests/spouts/test_redis_stream_spout.py",
 ]
 
 

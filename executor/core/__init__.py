@@ -32,6 +32,8 @@ CORE_MODULES = (
     "executor.core.collectors",
     "executor.receive_queue",
     "executor.worker_io",
+    "executor.spouts.stream_ledger",
+    "executor.spouts.stream_cursor",
 )
 
 PURE_ENV = "STORM_PY_PURE"

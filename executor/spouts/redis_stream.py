@@ -21,15 +21,14 @@ import logging
 
 from executor.components import Spout
 from executor.errors import ClearError, InvalidTopologyError
-from executor.spouts.stream_fetcher import GONE, NEW, FetchSettings, StreamFetcher
+from executor.spouts.stream_cursor import StreamCursor
+from executor.spouts.stream_fetcher import FetchSettings, StreamFetcher
 from executor.spouts.stream_ledger import (
     StreamLedger,
-    UnmappableEntry,
     check_positive,
     check_start,
     check_streams,
     claim_idle_ms,
-    map_fields,
 )
 from executor.state.redis_client import RedisSettings
 
@@ -96,7 +95,6 @@ class RedisStreamSpout(Spout):
         max_pending = conf.get("topology.max.spout.pending") or 0
         limit = min(self.max_in_flight, max_pending) if max_pending > 0 else self.max_in_flight
         self._ledger = ledger = StreamLedger(limit, self.max_deliveries)
-        in_flight = ledger.in_flight
         settings = FetchSettings(
             streams=self.streams, group=self.group, consumer=f"{prefix}-{context.this_task_index}",
             start=self.start, batch=self.batch, min_read=max(1, min(self.batch, limit // 4)),
@@ -104,62 +102,20 @@ class RedisStreamSpout(Spout):
             dead_letter=lambda stream: self.dead_letter_stream or f"{stream}:dead-letter",
             password_from=f"{WHO}(password=...)")
         redis = RedisSettings(self.host, self.port, self.db, self.password, "", self.timeout)
-        self._taken = 0  # entries taken from the fetcher's batches (counted here only)
-        self._budget = lambda: limit - len(in_flight) - (fetcher.offered - self._taken)
-        self._fetcher = fetcher = StreamFetcher(settings, redis, self._budget)
-        self._wake_at = settings.min_read  # the budget at which a read is worth it
-        self._ready = fetcher.ready
-        self._acks = fetcher.acks
-        self._problems = fetcher.problems
-        self._multi = len(self.streams) > 1
-        self._batch = iter(())      # the entries of the batch being emitted
-        self._kind, self._stream = NEW, self.streams[0]
+        self._fetcher = fetcher = StreamFetcher(settings, redis, lambda: cursor.budget())
+        self._cursor = cursor = StreamCursor(ledger, fetcher, collector.emit, self.streams,
+                                             wake_at=settings.min_read,  # the budget at which a read is worth it
+                                             on_problems=self._report_problems)
         fetcher.start()
 
     def next_tuple(self) -> None:
-        if self._problems:
-            self._report_problems()
-        while True:  # one tuple a call, as Storm asks (the executor calls again up to its burst)
-            entry = next(self._batch, None)
-            if entry is None:
-                if not self._ready:
-                    return
-                self._kind, self._stream, entries = self._ready.popleft()
-                self._batch = iter(entries)
-                if not self._ready:
-                    self._fetcher.wake()  # read ahead before this batch runs out
-                continue
-            self._taken += 1
-            entry_id, raw = entry
-            key = (self._stream, entry_id)
-            kind = self._kind
-            if kind == NEW:
-                if not self._ledger.take(key):
-                    continue  # claimed back while already in flight here
-            elif kind == GONE:
-                self._ledger.forget(key)
-                continue
-            elif key not in self._ledger.in_flight:  # a replay of an entry given up on meanwhile
-                continue
-            try:
-                fields = map_fields(raw)
-            except UnmappableEntry as exc:
-                self._ledger.forget(key)
-                self._fetcher.dead.append((key, raw, f"its fields cannot be mapped to text: {exc}"))
-                self._fetcher.wake()
-                continue
-            self._collector.emit([entry_id, fields], msg_id=key if self._multi else entry_id)
-            return
+        self._cursor.next_tuple()  # one tuple a call, as Storm asks (the executor calls again up to its burst)
 
     def ack(self, msg_id) -> None:
-        key = tuple(msg_id) if self._multi else (self.streams[0], msg_id)
-        if self._ledger.acked(key):
-            self._acks.append(key)  # sent with the next read (stream_fetcher.py)
-            if self._budget() == self._wake_at:  # acks free one slot each: it passes this once
-                self._fetcher.wake()
+        self._cursor.ack(msg_id)
 
     def fail(self, msg_id) -> None:
-        key = tuple(msg_id) if self._multi else (self.streams[0], msg_id)
+        key = self._cursor.key(msg_id)
         replay = self._ledger.failed(key)
         if replay is None:
             return

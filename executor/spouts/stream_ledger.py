@@ -10,7 +10,6 @@ out (its pending entries list in Redis) stays bounded however far behind the top
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from executor.errors import InvalidTopologyError
 
@@ -109,14 +108,18 @@ def retry_delay(failures: int, first: float = 0.5, cap: float = 5.0) -> float:
     return min(cap, first * (2 ** max(0, failures - 1)))
 
 
-@dataclass
 class StreamLedger:
-    """One task's entries in flight (owned by the executor thread)."""
+    """One task's entries in flight (owned by the executor thread). Compiled with the per-tuple
+    core (stream_ledger.pxd; executor/core/__init__.py): the spout's cursor calls it per tuple."""
 
-    limit: int                       # min(max_in_flight, topology.max.spout.pending)
-    max_deliveries: int | None = None
-    in_flight: set = field(default_factory=set)
-    fails: dict = field(default_factory=dict)
+    def __init__(self, limit: int, max_deliveries: int | None = None):
+        self.limit = limit                    # min(max_in_flight, topology.max.spout.pending)
+        self.max_deliveries = max_deliveries
+        self.in_flight: set = set()
+        self.fails: dict = {}
+
+    def __repr__(self) -> str:
+        return f"StreamLedger(limit={self.limit}, in_flight={len(self.in_flight)}, failing={len(self.fails)})"
 
     def budget(self, held: int = 0) -> int:
         """How many more entries may be read now, `held` already read and not yet taken."""
