@@ -106,13 +106,15 @@ class RedisStreamSpout(Spout):
         self._cursor = cursor = StreamCursor(ledger, fetcher, collector.emit, self.streams,
                                              wake_at=settings.min_read,  # the budget at which a read is worth it
                                              on_problems=self._report_problems)
+        # Per tuple, the executor calls the cursor's (compiled) methods without this class's frame.
+        self.next_tuple, self.ack = cursor.next_tuple, cursor.ack
         fetcher.start()
 
-    def next_tuple(self) -> None:
-        self._cursor.next_tuple()  # one tuple a call, as Storm asks (the executor calls again up to its burst)
+    def next_tuple(self) -> None:  # until open: nothing to emit
+        pass
 
-    def ack(self, msg_id) -> None:
-        self._cursor.ack(msg_id)
+    def ack(self, msg_id) -> None:  # until open: nothing in flight
+        pass
 
     def fail(self, msg_id) -> None:
         key = self._cursor.key(msg_id)

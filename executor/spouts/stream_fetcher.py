@@ -23,6 +23,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Callable, NamedTuple
 
 from executor.spouts.stream_ledger import later_id, original_bytes, retry_delay
@@ -42,6 +43,8 @@ NEW, REPLAY, GONE = 0, 1, 2  # what a Fetched item is
 
 
 RAW_REPLIES = ("XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XRANGE")
+_ENTRY_ID = itemgetter(1)  # of a (stream, entry id) key
+_FIELDS = itemgetter(1)    # of an [entry id, fields] entry
 
 
 class Fetched(NamedTuple):
@@ -254,7 +257,7 @@ class StreamFetcher:
 
     # ---- reading ----
     def _offer(self, kind: int, stream: str, entries: list) -> int:
-        if not all(fields for _, fields in entries):  # deleted while pending: nothing to emit
+        if not all(map(_FIELDS, entries)):  # deleted while pending: nothing to emit
             entries = [e for e in entries if e[1]]
         if entries:
             self.offered += len(entries)
@@ -349,10 +352,15 @@ class StreamFetcher:
 
     # ---- writing ----
     def _take_acks(self) -> dict[str, list[str]]:
-        by_stream: dict[str, list[str]] = {}
         acks = self.acks
-        for _ in range(len(acks)):
-            stream, entry_id = acks.popleft()
+        take = acks.popleft
+        keys = [take() for _ in range(len(acks))]  # the spout appends meanwhile: only these
+        if not keys:
+            return {}
+        if len(self.s.streams) == 1:  # the common case, under the GIL the executor thread needs
+            return {self.s.streams[0]: list(map(_ENTRY_ID, keys))}
+        by_stream: dict[str, list[str]] = {}
+        for stream, entry_id in keys:
             by_stream.setdefault(stream, []).append(entry_id)
         return by_stream
 
