@@ -55,7 +55,8 @@ class StreamWire:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
         self._sock = sock
         self._reader = hiredis.Reader(replyError=rex.ResponseError, encoding="utf-8", errors="surrogateescape")
-        hello = ([("AUTH", s.password)] if s.password is not None else []) + ([("SELECT", s.db)] if s.db else [])
+        # as redis-py's client: AUTH only with a password set (an empty one is none), SELECT for db > 0
+        hello = ([("AUTH", s.password)] if s.password else []) + ([("SELECT", s.db)] if s.db else [])
         if hello:
             try:
                 self.call(hello)
