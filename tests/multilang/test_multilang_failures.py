@@ -53,7 +53,13 @@ def test_a_misbehaving_subprocess_is_one_clear_error_and_a_restart(case, tmp_pat
         poll(shared.acked_all, timeout=60, message="every value acked after the restart")
         with shared.lock:
             seen = {v for (v,) in shared.seen}
-        assert shared.acked <= seen
+            acked = set(shared.acked)
+        if mode == "anchor-after-ack":
+            # The subprocess acked "trigger" before its late emit: the tuple's tree may complete
+            # before the worker dies (then it is acked without reaching the sink, as Storm does
+            # with a tuple a bolt acks without emitting), or not (then it is replayed and seen).
+            acked.discard("trigger")
+        assert acked <= seen
 
 
 @pytest.mark.parametrize("mode, says", [
