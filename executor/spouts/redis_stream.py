@@ -10,7 +10,7 @@ first emits again what it had pending. An entry whose fields are not text goes t
 stream (`<stream>:dead-letter` by default) with the reason, and is acked in the source stream.
 
 The spout's calls never wait on Redis: a thread of its own (executor/spouts/stream_fetcher.py)
-owns the connection, reads ahead what the in-flight budget admits and sends the acks. A Redis
+owns its connections, reads ahead what the in-flight budget admits and sends the acks. A Redis
 it cannot reach is one error line naming host:port, retried with a back-off; the tuples in
 flight are kept and their acks sent once it is back.
 """

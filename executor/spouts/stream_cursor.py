@@ -39,7 +39,7 @@ class StreamCursor:
     def budget(self) -> int:
         """What the spout could take now: the ledger's free slots less the entries handed over
         and not yet taken (the fetcher thread reads it: int reads, safe under the GIL)."""
-        return self.ledger.limit - len(self.ledger.in_flight) - (self.fetcher.offered - self.taken)
+        return self.ledger.budget(self.fetcher.offered - self.taken)
 
     def next_tuple(self) -> bool:
         """Emit the next entry (one a call, as Storm asks); whether one was emitted."""

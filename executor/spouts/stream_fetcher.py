@@ -43,8 +43,7 @@ NEW, REPLAY, GONE = 0, 1, 2  # what a Fetched item is
 
 
 RAW_REPLIES = ("XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XRANGE")
-_ENTRY_ID = itemgetter(1)  # of a (stream, entry id) key
-_FIELDS = itemgetter(1)    # of an [entry id, fields] entry
+_SECOND = itemgetter(1)  # a (stream, entry id) key's id; an [entry id, fields] entry's fields
 
 
 class Fetched(NamedTuple):
@@ -257,7 +256,7 @@ class StreamFetcher:
 
     # ---- reading ----
     def _offer(self, kind: int, stream: str, entries: list) -> int:
-        if not all(map(_FIELDS, entries)):  # deleted while pending: nothing to emit
+        if not all(map(_SECOND, entries)):  # deleted while pending: nothing to emit
             entries = [e for e in entries if e[1]]
         if entries:
             self.offered += len(entries)
@@ -266,7 +265,7 @@ class StreamFetcher:
 
     def _read(self, count: int, acks: dict[str, list[str]]) -> int:
         """New entries (up to count), after sending `acks` in the same round trip."""
-        commands = [("XACK", stream, self.s.group, *ids) for stream, ids in acks.items()]
+        commands = self._xacks(acks)
         commands.append(("XREADGROUP", "GROUP", self.s.group, self.s.consumer, "COUNT", count, *self._read_args))
         try:
             reply = self._wire.call(commands)[-1] or []
@@ -358,11 +357,14 @@ class StreamFetcher:
         if not keys:
             return {}
         if len(self.s.streams) == 1:  # the common case, under the GIL the executor thread needs
-            return {self.s.streams[0]: list(map(_ENTRY_ID, keys))}
+            return {self.s.streams[0]: list(map(_SECOND, keys))}
         by_stream: dict[str, list[str]] = {}
         for stream, entry_id in keys:
             by_stream.setdefault(stream, []).append(entry_id)
         return by_stream
+
+    def _xacks(self, by_stream: dict[str, list[str]]) -> list[tuple]:
+        return [("XACK", stream, self.s.group, *ids) for stream, ids in by_stream.items()]
 
     def _requeue_acks(self, by_stream: dict[str, list[str]], exc: BaseException) -> None:
         """Acks not sent: again once Redis answers (XACK is idempotent); dropped when the group
@@ -374,7 +376,7 @@ class StreamFetcher:
         if not by_stream:
             return False
         try:
-            self._wire.call([("XACK", stream, self.s.group, *ids) for stream, ids in by_stream.items()])
+            self._wire.call(self._xacks(by_stream))
         except BaseException as exc:
             self._requeue_acks(by_stream, exc)
             raise
