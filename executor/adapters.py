@@ -4,7 +4,8 @@ A BasicBolt, a windowed bolt, a stateful bolt, a bolt forwarding the checkpoint 
 shell component each need something from the executor that Storm's plain bolt API does not
 say: a batch loop, acks it gives for every input, pacing by a subprocess, release after a
 death. They all say it through `Adapter` (its defaults are a plain bolt's answers), and
-`adapt_bolt` is the one place that decides what wraps a user's bolt.
+Which adapter wraps a component is chosen in executor/adapting.py: this module is the leaf
+every adapter imports, so it imports none of them (nor anything else of the project's).
 """
 
 from __future__ import annotations
@@ -63,33 +64,3 @@ def user_component(obj: Any) -> Any:
     while isinstance(obj, Adapter) and hasattr(obj, "user"):
         obj = obj.user
     return obj
-
-
-def adapt_bolt(obj: Any, checkpointed: bool) -> Any:
-    """What a bolt executor runs for the user's bolt `obj` (a task's own copy): the adapter for
-    its kind, then, in a topology with checkpoints, the checkpoint stream's handling (a stateful
-    bolt handles it itself; any other bolt forwards it, as Storm's CheckpointTupleForwarder)."""
-    from executor.bolt import BasicBoltAdapter
-    from executor.checkpoint.api import BaseStatefulBolt
-    from executor.checkpoint.forwarder import CheckpointForwarder
-    from executor.checkpoint.stateful import StatefulBoltAdapter
-    from executor.components import BasicBolt
-    from executor.windowing.adapter import WindowedBoltAdapter
-    from executor.windowing.bolt import BaseWindowedBolt
-
-    if isinstance(obj, BaseStatefulBolt):
-        windowed = isinstance(obj, BaseWindowedBolt)
-        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True) if windowed else None)
-    if isinstance(obj, BasicBolt):
-        obj = BasicBoltAdapter(obj)
-    elif isinstance(obj, BaseWindowedBolt):
-        obj = WindowedBoltAdapter(obj)
-    return CheckpointForwarder(obj) if checkpointed else obj
-
-
-def adapt_spout(obj: Any) -> Any:
-    """What a spout executor runs for the user's spout `obj` (a task's own copy)."""
-    from executor.checkpoint.api import BaseStatefulSpout
-    from executor.checkpoint.spout_side import StatefulSpoutAdapter
-
-    return StatefulSpoutAdapter(obj) if isinstance(obj, BaseStatefulSpout) else obj

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping
 
-from executor.adapters import adapt_bolt, adapt_spout
+from executor.adapting import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BoltExecutor
 from executor.checkpoint.wiring import is_checkpointed

@@ -1,0 +1,37 @@
+"""What wraps each user component, bolt or spout (executor/worker.py asks for every task's copy).
+
+The choice imports every adapter; it lives here, apart from their base (executor/adapters.py),
+which they all import: a base choosing among its own subclasses closes an import circle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from executor.bolt import BasicBoltAdapter
+from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
+from executor.checkpoint.forwarder import CheckpointForwarder
+from executor.checkpoint.spout_side import StatefulSpoutAdapter
+from executor.checkpoint.stateful import StatefulBoltAdapter
+from executor.components import BasicBolt
+from executor.windowing.adapter import WindowedBoltAdapter
+from executor.windowing.bolt import BaseWindowedBolt
+
+
+def adapt_bolt(obj: Any, checkpointed: bool) -> Any:
+    """What a bolt executor runs for the user's bolt `obj` (a task's own copy): the adapter for
+    its kind, then, in a topology with checkpoints, the checkpoint stream's handling (a stateful
+    bolt handles it itself; any other bolt forwards it, as Storm's CheckpointTupleForwarder)."""
+    if isinstance(obj, BaseStatefulBolt):
+        windowed = isinstance(obj, BaseWindowedBolt)
+        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True) if windowed else None)
+    if isinstance(obj, BasicBolt):
+        obj = BasicBoltAdapter(obj)
+    elif isinstance(obj, BaseWindowedBolt):
+        obj = WindowedBoltAdapter(obj)
+    return CheckpointForwarder(obj) if checkpointed else obj
+
+
+def adapt_spout(obj: Any) -> Any:
+    """What a spout executor runs for the user's spout `obj` (a task's own copy)."""
+    return StatefulSpoutAdapter(obj) if isinstance(obj, BaseStatefulSpout) else obj
