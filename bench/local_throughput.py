@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from executor.adapters import user_component  # noqa: E402
 from executor.api import BasicBolt, Bolt, Spout, TopologyBuilder  # noqa: E402
 
 SENTENCES = [
@@ -163,7 +164,7 @@ def run_one(name: str, seconds: float, warmup: float) -> dict:
         cluster.submit_topology("bench", conf, b.create_topology())
         spout_ex = _find(cluster, "bench", "spout")
         first_bolt = _find(cluster, "bench", "null" if sc["kind"] == "null" else "split")
-        spout = spout_ex.w.objs[spout_ex.task_ids[0]]
+        spout = user_component(spout_ex.w.objs[spout_ex.task_ids[0]])
 
         def done() -> int:
             return spout.acks if sc["acked"] else first_bolt.executed

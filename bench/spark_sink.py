@@ -40,6 +40,7 @@ sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from local_throughput import BenchSpout, NullBolt, Split  # noqa: E402
 from word_count_components import CountBolt  # noqa: E402
 
+from executor.adapters import user_component  # noqa: E402
 from executor.api import TopologyBuilder  # noqa: E402
 
 WORDS = ["the", "cow", "jumped", "over", "moon", "apple", "day", "keeps", "doctor", "away"]
@@ -109,7 +110,7 @@ def run_one(name: str, seconds: float, warmup: float, rate: float, extra_conf: d
             t_start = time.monotonic()
             cluster.submit_topology("bench", conf, b.create_topology())
             spout_ex = _find(cluster, "bench", "spout")
-            spout = spout_ex.w.objs[spout_ex.task_ids[0]]
+            spout = user_component(spout_ex.w.objs[spout_ex.task_ids[0]])
             stores = [ex.w.objs[t] for w in cluster.workers("bench") for ex in w.executors
                       if ex.component_id == "store" for t in ex.task_ids]
             store = stores[0]

@@ -3,7 +3,11 @@
 A BasicBolt, a windowed bolt, a stateful bolt, a bolt forwarding the checkpoint stream and a
 shell component each need something from the executor that Storm's plain bolt API does not
 say: a batch loop, acks it gives for every input, pacing by a subprocess, release after a
-death. They all say it through `Adapter` (its defaults are a plain bolt's answers), and
+death. They all say it through `Adapter` (its defaults are a plain bolt's answers). A spout
+executor asks its spouts through `SpoutAdapter` the same way: the checkpoint spout runs while
+the topology is inactive, a stateful spout takes the checkpoint steps, and a plain user spout
+is a `PlainSpout` with the plain answers.
+
 Which adapter wraps a component is chosen in executor/adapting.py: this module is the leaf
 every adapter imports, so it imports none of them (nor anything else of the project's).
 """
@@ -13,9 +17,17 @@ from __future__ import annotations
 from typing import Any, Iterable, Protocol, runtime_checkable
 
 
+class AdapterBase:
+    """What bolt and spout adapters share."""
+
+    def release_on_death(self) -> None:
+        """After its executor died: free what must not outlive it (a subprocess)."""
+
+
+# ---- bolts ----
 @runtime_checkable
 class ComponentAdapter(Protocol):
-    """What a bolt executor asks of an adapted component (and a spout executor of a shell spout)."""
+    """What a bolt executor asks of an adapted component."""
 
     paced: bool              # input_room() must be asked before each batch
     acks_every_input: bool   # every input it does not fail counts as acked (a BasicBolt's way)
@@ -33,7 +45,7 @@ class ComponentAdapter(Protocol):
         ...
 
 
-class Adapter:
+class Adapter(AdapterBase):
     """`ComponentAdapter` with a plain bolt's answers; adapters override what differs."""
 
     paced = False
@@ -50,17 +62,80 @@ class Adapter:
     def input_room(self) -> int:
         return 1 << 30
 
-    def release_on_death(self) -> None:
-        pass
-
     def gauges(self) -> dict[str, float]:
         """Numbers of this task's kind of component for its stats record (a windowed bolt's late
         tuples, ...); the executor adds its tasks' together."""
         return {}
 
 
+# ---- spouts ----
+@runtime_checkable
+class SpoutComponentAdapter(Protocol):
+    """What a spout executor asks of every task's spout (executor/adapting.py adapts each)."""
+
+    runs_while_inactive: bool  # next_tuple goes on while the topology is inactive (the checkpoint spout)
+    takes_barriers: bool       # takes the checkpoint steps as tuples (exactly-once: a stateful spout)
+
+    @property
+    def spout(self) -> Any:
+        """What the executor calls Storm's spout API on (open, next_tuple, ack, fail, ...)."""
+        ...
+
+    def handle_checkpoint(self, action: str, txid: int) -> bool:
+        """Act on a transaction step (asked only when `takes_barriers`); False: not now."""
+        ...
+
+    def request_rollback(self, spout_task: int) -> None:
+        """A tuple tree of the stateful spout task `spout_task` failed (sent to the checkpoint
+        spout only)."""
+        ...
+
+    def gauges(self) -> dict[str, Any]:
+        """What the stats record shows of this task beyond Storm's spout numbers."""
+        ...
+
+    def release_on_death(self) -> None:
+        """After its executor died: free what must not outlive it (a subprocess)."""
+        ...
+
+
+class SpoutAdapter(AdapterBase):
+    """`SpoutComponentAdapter` with a plain spout's answers; mixed in before `Spout` by a spout
+    that is its own adapter (the checkpoint spout, a ShellSpout), or wrapping a user's spout."""
+
+    runs_while_inactive = False
+    takes_barriers = False
+
+    @property
+    def spout(self) -> Any:
+        return self
+
+    def handle_checkpoint(self, action: str, txid: int) -> bool:
+        return False  # no state to act on: the step fails
+
+    def request_rollback(self, spout_task: int) -> None:
+        # only the checkpoint spout's task is ever sent this: anything else is a bug, said loudly
+        raise NotImplementedError(f"{type(self).__name__} coordinates no checkpoints "
+                                  f"(asked to roll back for task {spout_task})")
+
+    def gauges(self) -> dict[str, Any]:
+        return {}
+
+
+class PlainSpout(SpoutAdapter):
+    """A user's spout that needs nothing beyond Storm's spout API: the executor calls the spout
+    itself, so nothing stands between it and each next_tuple, ack and fail."""
+
+    def __init__(self, user: Any):
+        self.user = user
+
+    @property
+    def spout(self) -> Any:
+        return self.user
+
+
 def user_component(obj: Any) -> Any:
     """The user's component inside however many adapters wrap it."""
-    while isinstance(obj, Adapter) and hasattr(obj, "user"):
+    while isinstance(obj, AdapterBase) and hasattr(obj, "user"):
         obj = obj.user
     return obj

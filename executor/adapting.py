@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from executor.adapters import PlainSpout, SpoutAdapter
 from executor.bolt import BasicBoltAdapter
 from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
 from executor.checkpoint.forwarder import CheckpointForwarder
@@ -32,6 +33,12 @@ def adapt_bolt(obj: Any, checkpointed: bool) -> Any:
     return CheckpointForwarder(obj) if checkpointed else obj
 
 
-def adapt_spout(obj: Any) -> Any:
-    """What a spout executor runs for the user's spout `obj` (a task's own copy)."""
-    return StatefulSpoutAdapter(obj) if isinstance(obj, BaseStatefulSpout) else obj
+def adapt_spout(obj: Any) -> SpoutAdapter:
+    """The SpoutAdapter a spout executor asks for the user's spout `obj` (a task's own copy): a
+    spout that is its own adapter (the checkpoint spout, a ShellSpout) as it is, a stateful
+    spout wrapped for its checkpoint steps, any other spout as a PlainSpout."""
+    if isinstance(obj, SpoutAdapter):
+        return obj
+    if isinstance(obj, BaseStatefulSpout):
+        return StatefulSpoutAdapter(obj)
+    return PlainSpout(obj)

@@ -10,7 +10,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from executor.adapters import Adapter
+from executor.adapters import AdapterBase
 from executor.core.outbox import Outbox
 from executor.errors import ClearError, ComponentError
 from executor.receive_queue import ReceiveQueue
@@ -134,7 +134,7 @@ class ExecutorBase:
         the worker is threads of this process, and nothing else would stop it)."""
         for task in self.task_ids:
             obj = self.w.objs.get(task)
-            if isinstance(obj, Adapter):
+            if isinstance(obj, AdapterBase):
                 try:
                     obj.release_on_death()
                 except Exception:

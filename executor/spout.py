@@ -8,7 +8,7 @@ import time
 
 from executor.base import ExecutorBase
 from executor.checkpoint.protocol import CHECKPOINT_STREAM
-from executor.checkpoint.spout_side import SpoutBarriers, StatefulSpoutAdapter
+from executor.checkpoint.spout_side import SpoutBarriers
 from executor.core.collectors import SpoutOutputCollector
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
@@ -60,15 +60,20 @@ class SpoutExecutor(ExecutorBase):
         self.skipped = dict.fromkeys(SKIP_REASONS, 0.0)
         self._skip_reason: str | None = None
         self._skip_since = 0.0
-        self._objs = [w.objs[t] for t in self.task_ids]
+        # Each task's SpoutAdapter (executor/adapters.py, chosen by executor/adapting.py) answers
+        # what the executor asks beyond Storm's spout API; that API is called on its `spout`: a
+        # plain spout's own object, so that nothing stands between the executor and next_tuple,
+        # ack and fail.
+        self._adapters = {t: w.objs[t] for t in self.task_ids}
+        self._spouts = {t: a.spout for t, a in self._adapters.items()}
+        self._objs = list(self._spouts.values())
         self._debug = bool(conf.get("topology.debug"))
         # Exactly-once checkpoints: stateful spout tasks take checkpoint tuples (executor/checkpoint/).
-        self._barriers = SpoutBarriers(self) if any(
-            isinstance(o, StatefulSpoutAdapter) for o in self._objs) else None
+        self._barriers = SpoutBarriers(self) if any(a.takes_barriers for a in self._adapters.values()) else None
         # The checkpoint spout goes on while the topology is inactive (deactivated, killed or
         # rebalancing with a wait): a stateful bolt acks its inputs only at a commit, so without
         # checkpoints the tuples in flight could never finish during the wait.
-        self._runs_inactive = all(getattr(o, "runs_while_inactive", False) for o in self._objs)
+        self._runs_inactive = all(a.runs_while_inactive for a in self._adapters.values())
 
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
@@ -101,7 +106,7 @@ class SpoutExecutor(ExecutorBase):
             log.info("spout %s task %d: acked %r", self.component_id, task, msg_id)
         self._where = "ack"
         self._cur_task = task
-        self.w.objs[task].ack(msg_id)
+        self._spouts[task].ack(msg_id)
 
     def _fail_msg(self, task, msg_id, stream, timeout=False):
         self.failed += 1
@@ -111,7 +116,7 @@ class SpoutExecutor(ExecutorBase):
             log.info("spout %s task %d: failed %r", self.component_id, task, msg_id)
         self._where = "fail"
         self._cur_task = task
-        self.w.objs[task].fail(msg_id)
+        self._spouts[task].fail(msg_id)
 
     def _expire(self, root, info):
         self._fail_msg(info[0], info[1], info[2], timeout=True)
@@ -128,7 +133,7 @@ class SpoutExecutor(ExecutorBase):
                     info = pending.remove(p[1])
                     if info is None:
                         if p[0] == CHECKPOINT_FAILED:  # to the checkpoint spout: roll back
-                            self.w.objs[task].request_rollback(p[1])
+                            self._adapters[task].request_rollback(p[1])
                         continue  # else already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
                         self._ack_msg(info[0], info[1], info[4], info[2])
@@ -150,7 +155,7 @@ class SpoutExecutor(ExecutorBase):
         for task in self.task_ids:
             self._cur_task = task
             log.info("Opening spout %s:%d", self.component_id, task)
-            self.w.objs[task].open(self.conf, self.w.contexts[task], SpoutOutputCollector(self, task))
+            self._spouts[task].open(self.conf, self.w.contexts[task], SpoutOutputCollector(self, task))
 
     def _set_active(self, active: bool) -> None:
         self._where = "activate" if active else "deactivate"
@@ -236,7 +241,7 @@ class SpoutExecutor(ExecutorBase):
     def _shutdown_components(self) -> None:
         for task in self.task_ids:
             try:
-                self.w.objs[task].close()
+                self._spouts[task].close()
             except Exception:
                 log.exception("spout %s task %d: close() raised", self.component_id, task)
 
@@ -262,8 +267,9 @@ class SpoutExecutor(ExecutorBase):
         g = super().gauges()
         g["pending"] = self.pending.size()
         g["active"] = self._last_active
-        for obj in self._objs:  # the checkpoint spout's last commit (executor/checkpoint/spout.py)
-            gauges = getattr(obj, "checkpoint_gauges", None)
-            if gauges is not None:
-                g["extra"] = gauges()
+        extra: dict = {}
+        for adapter in self._adapters.values():  # the checkpoint spout's commits (one task: nothing to add up)
+            extra.update(adapter.gauges())
+        if extra:
+            g["extra"] = extra
         return g

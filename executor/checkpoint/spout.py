@@ -9,6 +9,7 @@ import logging
 import time
 from collections import deque
 
+from executor.adapters import SpoutAdapter
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_FIELDS,
@@ -28,7 +29,7 @@ _TX_KEY = "__state"
 _MIN_INTERVAL_MS = 100       # as Storm: a shorter interval is raised to this
 
 
-class CheckpointSpout(Spout):
+class CheckpointSpout(SpoutAdapter, Spout):
     # Checkpoints go on while the topology is inactive (executor/spout.py), unlike Storm's
     # CheckpointSpout: the stateful bolts' inputs in flight at a deactivate, a kill or a
     # rebalance are acked at the next commit, and the wait is for them to finish.
@@ -126,9 +127,9 @@ class CheckpointSpout(Spout):
         else:
             self._collector.emit([txid, action], stream=CHECKPOINT_STREAM, msg_id=txid)
 
-    def checkpoint_gauges(self) -> dict:
-        """What the UI and /metrics show of the checkpoints (read on the heartbeat thread: plain
-        reads of numbers)."""
+    def gauges(self) -> dict:
+        """SpoutAdapter.gauges: what the UI and /metrics show of the checkpoints (read on the
+        heartbeat thread: plain reads of numbers)."""
         commits = self.commits
         return {"last_committed_txid": self.last_committed_txid, "last_committed_at": self.last_committed_at,
                 "commits": commits, "commit_latency_ms": (self.commit_secs / commits * 1000.0) if commits else None,
@@ -136,7 +137,7 @@ class CheckpointSpout(Spout):
                 "recovering": 1 if self._recovering else 0}
 
     def request_rollback(self, spout_task: int) -> None:
-        """Exactly-once: a tuple tree of a stateful spout failed; roll everything back once the
+        """SpoutAdapter.request_rollback (exactly-once): a tuple tree of a stateful spout failed; roll everything back once the
         step under way (if any) is over."""
         if not self._rollback_requested:
             log.info("checkpoint spout %s: a tuple of task %d failed; rolling the topology back to txid %d",

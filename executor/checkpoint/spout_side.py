@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from executor.adapters import Adapter
+from executor.adapters import SpoutAdapter
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_COMPONENT,
@@ -28,8 +28,10 @@ from executor.tuple import Tuple
 log = logging.getLogger(__name__)
 
 
-class StatefulSpoutAdapter(Adapter):
+class StatefulSpoutAdapter(SpoutAdapter):
     """Runs a BaseStatefulSpout: nothing is emitted before its state is initialised."""
+
+    takes_barriers = True
 
     def __init__(self, user):
         self.user = user
@@ -66,7 +68,8 @@ class StatefulSpoutAdapter(Adapter):
         self.user.close()
 
     def handle_checkpoint(self, action: str, txid: int) -> bool:
-        """The spout's state for a transaction step; False: not now (the step fails)."""
+        """SpoutAdapter.handle_checkpoint: the spout's state for a transaction step; False: not
+        now (the step fails)."""
         if action == PREPARE:
             if not self.initialized:
                 return False
@@ -111,11 +114,10 @@ class SpoutBarriers:
     def on_barrier(self, task: int, tup: Tuple) -> None:
         ex = self.ex
         txid, action = tup.values
-        adapter = ex.w.objs[task]
         ex._where = "checkpoint"
         ex._cur_task = task
         try:
-            done = isinstance(adapter, StatefulSpoutAdapter) and adapter.handle_checkpoint(action, txid)
+            done = ex.w.objs[task].handle_checkpoint(action, txid)
         except Exception as exc:
             log.error("spout %s task %d: checkpoint %s of txid %d failed: %s", ex.component_id, task, action,
                       txid, exc)

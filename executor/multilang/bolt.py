@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any
 
+from executor.adapters import Adapter
 from executor.components import Bolt
 from executor.multilang import protocol as P
 from executor.multilang.component import ShellComponent
@@ -34,7 +35,7 @@ HEARTBEAT_SECS = 1.0
 WRITE_BATCH = 256  # messages the writer takes per wake-up
 
 
-class ShellBolt(ShellComponent, Bolt):
+class ShellBolt(ShellComponent, Adapter, Bolt):
     """`ShellBolt(command, script, outputs=...)`: e.g. `ShellBolt("python3", "splitsentence.py",
     outputs=["word"])`; `outputs` is a list of fields (the default stream) or a dict of stream ->
     fields (or {"fields": [...], "direct": True}); or subclass and declare_output_fields."""

@@ -9,7 +9,6 @@ import shutil
 import tempfile
 from typing import Any, Mapping, Sequence
 
-from executor.adapters import Adapter
 from executor.components import OutputFieldsDeclarer
 from executor.errors import InvalidTopologyError
 from executor.multilang import protocol as P
@@ -43,9 +42,9 @@ def _outputs(component: str, outputs: Any) -> dict[str, tuple[list[str], bool]]:
     return out
 
 
-class ShellComponent(Adapter):
-    """The shell part of ShellBolt/ShellSpout (mixed in before Bolt/Spout); an Adapter
-    (executor/adapters.py) for its release after a death and, in ShellBolt, its pacing."""
+class ShellComponent:
+    """The shell part of ShellBolt/ShellSpout (mixed in before their adapter base and Bolt/Spout,
+    executor/adapters.py): their release after a death."""
 
     def __init__(self, command: str | Sequence[str], script: str | None = None, outputs: Any = None,
                  env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,

@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Any
 
+from executor.adapters import SpoutAdapter
 from executor.components import Spout
 from executor.multilang import protocol as P
 from executor.multilang.component import ShellComponent
@@ -25,7 +26,7 @@ from executor.multilang.process import ShellProcess, StdinClosed, StdoutEnded
 log = logging.getLogger(__name__)
 
 
-class ShellSpout(ShellComponent, Spout):
+class ShellSpout(ShellComponent, SpoutAdapter, Spout):
     """`ShellSpout(command, script, outputs=...)`, as ShellBolt."""
 
     def open(self, conf, context, collector) -> None:

@@ -1,6 +1,7 @@
 """Stateful bolts and checkpoints (Storm's State-checkpointing), on a LocalCluster and on the
 dev cluster: a stateful sum behind a forwarding bolt commits every number exactly once when
-nothing fails, and acks each number only after the commit that includes it."""
+nothing fails, and acks each number only after the commit that includes it; so does one fed by
+a stateful spout in exactly-once mode, the checkpoint steps passing through the spout."""
 
 import pytest
 
@@ -40,3 +41,14 @@ def test_stateful_sum_commits_every_number_once(cluster):
     first_ack = min(x["t"] for x in r.records("numbers", "ack"))
     first_commit = min(x["t"] for x in r.records("sum", "committed"))
     assert first_commit < first_ack  # acks are held until a commit
+
+
+def test_exactly_once_sum_commits_every_number_once(cluster):
+    run = cluster.submit("exactly_once_sum.py", "eosum", {"numbers.n": N})
+    r = run.results
+    run.wait(lambda: r.ids("ack", "numbers") == [N], lambda: f"the last number ({N}) acked")
+    run.wait(lambda: committed_totals(r) == (N * (N + 1) // 2, N),
+             lambda: f"the committed sum and count {committed_totals(r)} to be {(N * (N + 1) // 2, N)}")
+    # the spout's state was given it before its first emit, as the checkpoint spout's INITSTATE
+    # passed through it
+    assert [x["next"] for x in r.records("numbers", "init")][:1] == [1]
