@@ -146,8 +146,22 @@ class SpoutExecutor(ExecutorBase):
                 elif p.is_tick():
                     pending.rotate()  # system tick every message timeout: expires after T..2T
                 elif self._barriers is not None and p.source_stream == CHECKPOINT_STREAM:
+                    self._where = "checkpoint"
+                    self._cur_task = task
                     self._barriers.on_barrier(task, p)
         return n
+
+    # ---- what the checkpoint steps ask (executor/checkpoint/spout_side.py) ----
+    def roots_in_flight(self, task: int) -> set[int]:
+        """The roots of `task`'s tuple trees in flight."""
+        return {root for root, info in self.pending.items() if info[0] == task}
+
+    def forget_in_flight(self, task: int) -> None:
+        """Forget `task`'s trees in flight: neither acked nor failed when they finish (a rollback
+        made them part of the rolled-back past)."""
+        pending = self.pending
+        for root in self.roots_in_flight(task):
+            pending.remove(root)
 
     # ---- lifecycle ----
     def _prepare(self) -> None:

@@ -77,6 +77,7 @@ def run(sc: dict) -> dict:
     inputs = [Tuple(["in", i], 5, "s", "up", FIELDS, {7 + i % 3: 100 + i}) for i in range(4)]
     chosen = []
     roots = []
+    rooted = []
     for op in sc["ops"]:
         kind = op[0]
         if kind == "emit":
@@ -92,6 +93,12 @@ def run(sc: dict) -> dict:
             chosen.append(tg)
             if tg:
                 roots.append(str(ob.emit_tracked(1, out, values, tg)))
+        elif kind == "rooted":  # into an input's tree (a stateful spout passing a checkpoint step on)
+            values = [op[1], op[2]]
+            tg = out.targets(values)
+            chosen.append(tg)
+            root, = inputs[op[3][0] if op[3] else 0].anchors_to_ids
+            rooted.append(str(ob.emit_rooted(1, out, values, tg, root)))
         elif kind == "ack":
             ob.ack(inputs[op[3][0] if op[3] else 0])
         elif kind == "fail":
@@ -126,7 +133,7 @@ def run(sc: dict) -> dict:
                     else:
                         res = ledger.fail(p[1])
                     outcomes.append(None if res is None else [res[0], res[1], str(res[2])])
-    return {"chosen": chosen, "roots": roots, "counts": out.counts, "published": published,
+    return {"chosen": chosen, "roots": roots, "rooted": rooted, "counts": out.counts, "published": published,
             "pending": pending, "wire": wire, "acker": outcomes, "ledger_size": len(ledger),
             "input_ack_vals": [str(t.ack_val) for t in inputs]}
 

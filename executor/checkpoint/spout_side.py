@@ -103,7 +103,8 @@ class _HeldPrepare:
 
 class SpoutBarriers:
     """The spout executor's part (executor/spout.py calls it): checkpoint tuples in, the step
-    passed on anchored, PREPARE acks held for the trees in flight, failures reported."""
+    passed on anchored, PREPARE acks held for the trees in flight, failures reported. It asks
+    the executor (its adapters, its trees in flight) and the outbox (every emit, counted)."""
 
     def __init__(self, ex):
         self.ex = ex
@@ -114,8 +115,6 @@ class SpoutBarriers:
     def on_barrier(self, task: int, tup: Tuple) -> None:
         ex = self.ex
         txid, action = tup.values
-        ex._where = "checkpoint"
-        ex._cur_task = task
         try:
             done = ex.w.objs[task].handle_checkpoint(action, txid)
         except Exception as exc:
@@ -130,7 +129,7 @@ class SpoutBarriers:
             self._drop_in_flight(task)
         value = self._pass_on(task, tup)
         if action == PREPARE:
-            waiting = {root for root, info in ex.pending.items() if info[0] == task}
+            waiting = ex.roots_in_flight(task)
             if waiting:
                 self.held.append(_HeldPrepare(task, tup, value, waiting))
                 return
@@ -142,12 +141,8 @@ class SpoutBarriers:
         ex = self.ex
         out = ex.w.routes[task][CHECKPOINT_STREAM]
         values = list(tup.values)
-        targets = out.targets(values)
-        counts = out.counts
-        counts[0] += 1
-        counts[1] += len(targets)
         (root, edge), = tup.anchors_to_ids.items()
-        return edge ^ ex.outbox.emit_rooted(task, out, values, targets, root)
+        return edge ^ ex.outbox.emit_rooted(task, out, values, out.targets(values), root)
 
     def _ack(self, tup: Tuple, value: int) -> None:
         outbox = self.ex.outbox
@@ -162,10 +157,7 @@ class SpoutBarriers:
     def _drop_in_flight(self, task: int) -> None:
         """A rollback: this task's trees in flight are of the rolled-back past (their acks and
         fails no longer matter), and so are the PREPAREs still held for them."""
-        ex = self.ex
-        for root, info in ex.pending.items():
-            if info[0] == task:
-                ex.pending.remove(root)
+        self.ex.forget_in_flight(task)
         self.held = [h for h in self.held if h.task != task]
 
     def acked(self, root: int) -> None:

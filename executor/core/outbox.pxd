@@ -23,6 +23,7 @@ cdef class Outbox:
     cpdef emit(self, task, out, values, targets)
     cpdef emit_anchored(self, task, out, values, targets, anchors)
     cpdef emit_rooted(self, task, out, values, targets, root)
+    cpdef _rooted(self, task, out, values, targets, root)
     cpdef emit_tracked(self, task, out, values, targets)
     cpdef _flush_slot(self, Py_ssize_t i)
     cpdef send(self, target, payload)

@@ -1,6 +1,7 @@
 """One executor's output (Storm's ExecutorTransfer plus the collectors' shared half): the only
 owner of its per-destination buffers, pendingEmits, the acks merged per tuple tree, batching,
-the large-tuple byte accounting, the per-stream emit counters and the emit listener.
+the large-tuple byte accounting, the per-stream emit counters (every emit counts itself here)
+and the emit listener.
 
 Collectors (executor/bolt.py, executor/spout.py) and the checkpoint code call it and nothing
 else; the executor flushes it once per step and asks it whether it is back-pressured.
@@ -187,8 +188,14 @@ class Outbox:
         return targets
 
     def emit_rooted(self, task: int, out, values, targets: list[int], root: int) -> int:
-        """One tuple per target in the tree `root`, each with an edge of its own; the XOR of the
-        new edges (what the acker must be told). Not counted: callers count what they emit."""
+        """One tuple per target in the existing tree `root` (a stateful spout passing a checkpoint
+        step on, executor/checkpoint/spout_side.py), counted; the XOR of the new edges (what the
+        acker must be told)."""
+        self._counted(task, out, values, targets)
+        return self._rooted(task, out, values, targets, root)
+
+    def _rooted(self, task: int, out, values, targets: list[int], root: int) -> int:
+        """emit_rooted's tuples, each with an edge of its own, uncounted (emit_tracked counts)."""
         bufs = self._bufs
         task_slot = self._task_slot
         bs = self._batch_size
@@ -214,7 +221,7 @@ class Outbox:
         n = self._n_ackers
         local = self._local_acker
         root = getrandbits(self._root_bits) * n + local if local is not None else getrandbits(64)
-        xor = self.emit_rooted(task, out, values, targets, root)
+        xor = self._rooted(task, out, values, targets, root)
         self.send(self._acker_tasks[root % n], (ACKER_INIT, root, xor, task))
         return root
 

@@ -96,7 +96,7 @@ def twins():
 WORDS = st.sampled_from(["the", "cow", "moon", "über", "", "a" * 40])
 ANCHORS = st.lists(st.integers(0, 3), max_size=3)
 OPS = st.lists(st.one_of(
-    st.tuples(st.sampled_from(["emit", "anchored", "tracked", "ack", "fail"]), WORDS,
+    st.tuples(st.sampled_from(["emit", "anchored", "tracked", "rooted", "ack", "fail"]), WORDS,
               st.integers(-(1 << 40), 1 << 40), ANCHORS).map(list),
     st.just(["flush", "", 0, []])), max_size=40)
 SCENARIOS = st.fixed_dictionaries({
@@ -148,3 +148,31 @@ def test_a_failed_build_leaves_a_working_pure_core_and_says_so(tmp_path):
     status = json.loads(run.stdout)
     assert status["core"] == "pure" and "not built" in status["reason"], status
     assert "WARNING" in run.stderr and "pure-Python path" in run.stderr, run.stderr
+
+
+def test_every_emit_counts_itself_in_the_outbox():
+    # The outbox owns the per-stream emitted/transferred counters: no caller counts for it (the
+    # core this process loads; the suite runs under STORM_PY_PURE=1 too).
+    from executor.core.outbox import Outbox
+    from executor.routing import StreamOut, _make_grouper
+    from executor.structure import Grouping
+    from executor.tuple import Fields, Tuple
+
+    class Queue:
+        def try_publish(self, batch, nbytes=0) -> bool:
+            return True
+
+    fields = Fields(["word", "n"])
+    targets = [10, 11]
+    out = StreamOut("comp", "s", fields, False,
+                    [_make_grouper(Grouping("all", None), targets, fields, 1, set(), None, "comp", "s", None)],
+                    frozenset())
+    ob = Outbox("comp", [Queue()], {t: 0 for t in [*targets, 90]}, batch_size=4, max_tuple_bytes=1 << 20,
+                acker_tasks=[90], local_tasks={90}, first_task=1, listener=None, report_error=lambda task, exc: None)
+    anchor = Tuple(["in", 0], 5, "s", "up", fields, {7: 100})
+    values = ["a", 1]
+    ob.emit(1, out, values, out.targets(values))
+    ob.emit_anchored(1, out, values, out.targets(values), anchor)
+    ob.emit_tracked(1, out, values, out.targets(values))
+    ob.emit_rooted(1, out, values, out.targets(values), 7)
+    assert list(out.counts) == [4, 4 * len(targets)]
