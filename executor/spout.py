@@ -69,7 +69,8 @@ class SpoutExecutor(ExecutorBase):
         self._objs = list(self._spouts.values())
         self._debug = bool(conf.get("topology.debug"))
         # Exactly-once checkpoints: stateful spout tasks take checkpoint tuples (executor/checkpoint/).
-        self._barriers = SpoutBarriers(self) if any(a.takes_barriers for a in self._adapters.values()) else None
+        takes_barriers = any(a.takes_barriers for a in self._adapters.values())
+        self._barriers = SpoutBarriers(self) if takes_barriers else None
         # The checkpoint spout goes on while the topology is inactive (deactivated, killed or
         # rebalancing with a wait): a stateful bolt acks its inputs only at a commit, so without
         # checkpoints the tuples in flight could never finish during the wait.
@@ -282,7 +283,7 @@ class SpoutExecutor(ExecutorBase):
         g["pending"] = self.pending.size()
         g["active"] = self._last_active
         extra: dict = {}
-        for adapter in self._adapters.values():  # the checkpoint spout's commits (one task: nothing to add up)
+        for adapter in self._adapters.values():  # the checkpoint spout's commits (one task: no sums)
             extra.update(adapter.gauges())
         if extra:
             g["extra"] = extra

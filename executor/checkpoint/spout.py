@@ -137,8 +137,8 @@ class CheckpointSpout(SpoutAdapter, Spout):
                 "recovering": 1 if self._recovering else 0}
 
     def request_rollback(self, spout_task: int) -> None:
-        """SpoutAdapter.request_rollback (exactly-once): a tuple tree of a stateful spout failed; roll everything back once the
-        step under way (if any) is over."""
+        """SpoutAdapter.request_rollback (exactly-once): a tuple tree of a stateful spout failed;
+        roll everything back once the step under way (if any) is over."""
         if not self._rollback_requested:
             log.info("checkpoint spout %s: a tuple of task %d failed; rolling the topology back to txid %d",
                      self._namespace, spout_task, self._tx.txid if self._tx.state == COMMITTED else self._tx.txid - 1)

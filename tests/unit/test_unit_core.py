@@ -164,11 +164,11 @@ def test_every_emit_counts_itself_in_the_outbox():
 
     fields = Fields(["word", "n"])
     targets = [10, 11]
-    out = StreamOut("comp", "s", fields, False,
-                    [_make_grouper(Grouping("all", None), targets, fields, 1, set(), None, "comp", "s", None)],
-                    frozenset())
+    grouper = _make_grouper(Grouping("all", None), targets, fields, 1, set(), None, "comp", "s", None)
+    out = StreamOut("comp", "s", fields, False, [grouper], frozenset())
     ob = Outbox("comp", [Queue()], {t: 0 for t in [*targets, 90]}, batch_size=4, max_tuple_bytes=1 << 20,
-                acker_tasks=[90], local_tasks={90}, first_task=1, listener=None, report_error=lambda task, exc: None)
+                acker_tasks=[90], local_tasks={90}, first_task=1, listener=None,
+                report_error=lambda task, exc: None)
     anchor = Tuple(["in", 0], 5, "s", "up", fields, {7: 100})
     values = ["a", 1]
     ob.emit(1, out, values, out.targets(values))

@@ -33,8 +33,9 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.If):
             test = node.test
-            name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
-            if name == "TYPE_CHECKING":
+            if isinstance(test, ast.Attribute):  # typing.TYPE_CHECKING
+                test = ast.Name(test.attr)
+            if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
                 skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     return skip
 
