@@ -39,9 +39,9 @@ def test_nimbus_rows_take_the_leader_from_the_latch_not_from_the_stored_flag():
     regs = {"127.0.0.3:6627": NimbusRegistration("127.0.0.3", 6627, 100, "1.2", True),
             "127.0.0.2:6627": NimbusRegistration("127.0.0.2", 6627, 50, "1.2", False)}
     rows = nimbus_rows(regs, "127.0.0.2:6627", now=160)
-    assert [(r["host"], r["status"], r["is_leader"], r["uptime_secs"]) for r in rows] == [
+    assert [(r.host, r.status, r.is_leader, r.uptime_secs) for r in rows] == [
         ("127.0.0.2", "Leader", True, 110), ("127.0.0.3", "Not a Leader", False, 60)]
-    assert all(r["status"] == "Not a Leader" for r in nimbus_rows(regs, None, now=160))
+    assert all(r.status == "Not a Leader" for r in nimbus_rows(regs, None, now=160))
     with pytest.raises(TypeError):
         NimbusRegistration(1, 6627, 0)  # type: ignore[arg-type]
 
