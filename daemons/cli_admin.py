@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Sequence
 
 import click
 
 from cluster_state.config import ConfigError
+from daemons.answers.cluster import ClusterInfo, NimbusRow, TopologyProblem
 from daemons.cli_options import common_options
 
 
@@ -101,11 +103,11 @@ def _uptime(secs: int) -> str:
     return (f"{d}d" if d else "") + (f"{h}h" if d or h else "") + f"{m}m{s}s"
 
 
-def nimbus_lines(nimbuses: list) -> list[str]:
+def nimbus_lines(nimbuses: Sequence[NimbusRow]) -> list[str]:
     """`nimbus 127.0.0.2:6627 Leader` per Nimbus, only when more than one is registered."""
     if len(nimbuses) < 2:
         return []
-    return [f"nimbus {n['host']}:{n['port']} {n['status']}" for n in nimbuses]
+    return [f"nimbus {n.host}:{n.port} {n.status}" for n in nimbuses]
 
 
 @click.command("list")
@@ -114,18 +116,18 @@ def list_(conf):
     """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
     the last 5 minutes and the last error (where and when); first, with several Nimbus daemons,
     one line per Nimbus: Leader or Not a Leader."""
-    info = call(conf, "cluster_info")
-    for line in nimbus_lines(info.get("nimbuses") or []):
+    info = ClusterInfo.from_wire(call(conf, "cluster_info"))
+    for line in nimbus_lines(info.nimbuses or ()):
         click.echo(line)
-    tops = info["topologies"]
+    tops = info.topologies
     if not tops:
         click.echo("No topologies running.")
         return
-    now = info.get("now_secs") or time.time()
+    now = info.now_secs or time.time()
     rows = [("NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME", "RESTARTS(5m)", "LAST ERROR")]
-    rows += [(t["name"], t["id"], t["status"].upper(), str(t["num_tasks"]),
-              str(t.get("live_workers", t["num_workers"])), _uptime(t["uptime_secs"]),
-              str(t.get("recent_restarts", 0)), _last_error(t.get("last_error"), now)) for t in tops]
+    rows += [(t.name, t.id, t.status.upper(), str(t.num_tasks),
+              str(t.num_workers if t.live_workers is None else t.live_workers), _uptime(t.uptime_secs),
+              str(t.recent_restarts), _last_error(t.last_error, now)) for t in tops]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
@@ -135,17 +137,17 @@ def list_(conf):
 LAST_ERROR_SECS = 600
 
 
-def _last_error(problem: dict | None, now: float) -> str:
+def _last_error(problem: TopologyProblem | None, now: float) -> str:
     """`COMPONENT@HOST:PORT 12s ago: the error` on one line, or "-"."""
     from daemons.nimbus.health import short
 
-    if not problem or now - problem["time_secs"] > LAST_ERROR_SECS:
+    if problem is None or now - problem.time_secs > LAST_ERROR_SECS:
         return "-"
-    where = "@".join(x for x in (problem.get("component"), problem.get("host")) if x)
-    if problem.get("port") is not None:
-        where += f":{problem['port']}"
-    age = f"{_uptime(now - problem['time_secs'])} ago"
-    return short(f"{where} {age}: {problem['error']}" if where else f"{age}: {problem['error']}")
+    where = "@".join(x for x in (problem.component, problem.host) if x)
+    if problem.port is not None:
+        where += f":{problem.port}"
+    age = f"{_uptime(now - problem.time_secs)} ago"
+    return short(f"{where} {age}: {problem.error}" if where else f"{age}: {problem.error}")
 
 
 def when(seconds: float, now: float | None = None) -> str:

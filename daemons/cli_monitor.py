@@ -12,6 +12,7 @@ import time
 
 import click
 
+from daemons.answers.details import TopologyDetails
 from daemons.cli_admin import NimbusSession
 from daemons.cli_options import common_options
 from daemons.reports.formats import per_second
@@ -25,13 +26,13 @@ def monitor_line(topology: str, component: str, parallelism: int, stream: str, d
     return f"{topology}\t{component}\t{parallelism}\t{stream}\t{diff_ms}\t{count_diff}\t{throughput:.3f}"
 
 
-def watched_components(details: dict, component: str | None) -> list[str]:
+def watched_components(details: TopologyDetails, component: str | None) -> list[str]:
     """The component asked for (checked), or every spout."""
-    known = [c["id"] for c in details["components"]]
+    known = [c.id for c in details.components]
     if component is None:
-        return [c["id"] for c in details["components"] if c["kind"] == "spout"]
+        return [c.id for c in details.components if c.kind == "spout"]
     if component not in known:
-        raise click.ClickException(f"topology {details['name']} has no component {component!r} "
+        raise click.ClickException(f"topology {details.name} has no component {component!r} "
                                    f"(components: {', '.join(known)})")
     return [component]
 
@@ -52,19 +53,19 @@ def monitor(name, interval, component, stream, watch, count, conf):
     from daemons.reports.views import monitor_reading
 
     with NimbusSession(conf) as nimbus:
-        details = nimbus.call("topology_details", name=name)
+        details = TopologyDetails.from_wire(nimbus.call("topology_details", name=name))
         comps = watched_components(details, component)
         if not comps:
             raise click.ClickException(f"topology {name} has no spout; name a component with -m")
         label = ",".join(comps)
-        parallelism = sum(1 for e in details["executors"] if e["component"] in comps)
+        parallelism = sum(1 for e in details.executors if e.component in comps)
         click.echo(HEADER.format(watch=watch))
         last_count, last_at = monitor_reading(details, comps, stream, watch)[0], time.monotonic()
         said: list[str] = []
         printed = 0
         while count is None or printed < count:
             time.sleep(max(0.0, last_at + interval - time.monotonic()))
-            details = nimbus.call("topology_details", name=name)
+            details = TopologyDetails.from_wire(nimbus.call("topology_details", name=name))
             now, (total, reasons) = time.monotonic(), monitor_reading(details, comps, stream, watch)
             if reasons != said:
                 for reason in reasons:

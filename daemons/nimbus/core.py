@@ -30,8 +30,10 @@ from cluster_state.records import (
     StormBase,
 )
 from cluster_state.storm import StormClusterState
+from daemons.answers.cluster import ClusterInfo
+from daemons.answers.details import TopologyDetails
+from daemons.answers.info import TopologyInfo, info_from_details
 from daemons.nimbus import liveness
-from daemons.nimbus.details import info_from_details
 from daemons.nimbus.rebalance_notes import rebalance_notes
 from daemons.nimbus.scheduler import (
     SupervisorSlots,
@@ -396,7 +398,7 @@ class NimbusCore:
                 self._meta.pop(storm_id, None)
 
     # ------------------------------------------------------------------ information
-    def cluster_info(self) -> dict[str, Any]:
+    def cluster_info(self) -> ClusterInfo:
         """Gathered here (Nimbus's own state under its lock, then ZooKeeper), built by
         daemons/nimbus/summaries.py."""
         with self.lock:
@@ -430,16 +432,16 @@ class NimbusCore:
                 out[comp] = e
         return out
 
-    def topology_info(self, name: str) -> dict[str, Any]:
+    def topology_info(self, name: str) -> TopologyInfo:
         """Each component's all-time figures, executors and last error (the CLI's and the test
         harnesses' summary), derived from topology_details."""
         return info_from_details(self.topology_details(name, max_errors=1))
 
-    def topology_details(self, name_or_id: str, max_errors: int = 10) -> dict[str, Any]:
-        """Everything the UI shows about one topology, as plain data (msgpack-safe: string keys):
-        its base, conf (no secrets), components with their subscriptions, each executor with
-        its slot, liveness and raw stats record, each component's newest errors, and the
-        latest worker death per slot its supervisors saw (`worker_deaths`, newest first: the
+    def topology_details(self, name_or_id: str, max_errors: int = 10) -> TopologyDetails:
+        """Everything the UI shows about one topology (daemons/answers/details.py): its base,
+        conf (no secrets), components with their subscriptions, each executor with its slot,
+        liveness and raw stats record, each component's newest errors, and the latest worker
+        death per slot its supervisors saw (`worker_deaths`, newest first: the
         supervisor's id and host, port, time, reason, exit code or signal, error line and log
         tail). The UI merges the records itself (executor/stats.py), per window and per stream.
         Gathered here, built by daemons/nimbus/summaries.py."""

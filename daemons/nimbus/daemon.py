@@ -28,6 +28,7 @@ from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.protocol import ConnectionState
 from cluster_state.records import NimbusRegistration, nimbus_id
 from cluster_state.storm import StormClusterState
+from daemons.answers.cluster import NimbusRow
 from daemons.nimbus import nimbuses
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.code_sync import CodeSync
@@ -96,7 +97,7 @@ class Nimbus(Service):
                                        "try again once ZooKeeper is back")
             raise NotLeaderError(not_leader_message(self.me, self._leader))
 
-    def nimbus_rows(self) -> list[dict]:
+    def nimbus_rows(self) -> list[NimbusRow]:
         """Every registered Nimbus with its status (cluster_info's "nimbuses")."""
         regs = self.core.cluster.nimbus_registrations() if self._serve_rpc else {}
         return nimbuses.nimbus_rows(regs, self._leader, self.core.clock())

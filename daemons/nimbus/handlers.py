@@ -19,14 +19,17 @@ Nimbus HA (docs/operations.md): with `require_leader`, a standby refuses every w
 submit, kill, activate, deactivate, rebalance, set_log_config) with NotLeaderError naming the
 leader, before doing anything; it answers reads itself (ZooKeeper is shared), except those
 that need a topology's code it has not copied yet, which it refuses the same way so the
-client asks the leader. `nimbus_rows` adds every registered Nimbus to cluster_info.
+client asks the leader. `nimbus_rows` adds every registered Nimbus to cluster_info. The reads
+answer with the to_wire() of the classes in daemons/answers/.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
+from daemons.answers.cluster import NimbusRow
 from daemons.nimbus.code_store import CodeStore, UploadError, UploadTooLargeError
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.log_config_ops import log_config_handlers
@@ -39,7 +42,7 @@ from executor.package import file_checksum, masked
 
 def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
                   after_change: Callable[[], Any], *, require_leader: Callable[[], None] | None = None,
-                  nimbus_rows: Callable[[], list] | None = None) -> dict[str, Callable[[dict], Any]]:
+                  nimbus_rows: Callable[[], list[NimbusRow]] | None = None) -> dict[str, Callable[[dict], Any]]:
     """`after_change` runs after an event that may schedule a timer (wakes the monitor)."""
 
     def begin_upload(a: dict) -> dict:
@@ -119,8 +122,8 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
     def cluster_info(_a: dict) -> dict:
         info = core.cluster_info()
         if nimbus_rows is not None:
-            info["nimbuses"] = nimbus_rows()
-        return info
+            info = replace(info, nimbuses=tuple(nimbus_rows()))
+        return info.to_wire()
 
     def needs_code(fn: Callable[[dict], Any], key: str) -> Callable[[dict], Any]:
         """A read answered from a topology's code: a standby without it yet sends the client on."""
@@ -140,8 +143,8 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         "begin_upload": begin_upload, "upload_chunk": upload_chunk, "submit": submit,
         "kill": kill, "activate": activate, "deactivate": deactivate, "rebalance": rebalance,
         "cluster_info": cluster_info,
-        "topology_info": needs_code(lambda a: core.topology_info(arg(a, "name", str)), "name"),
-        "topology_details": needs_code(lambda a: core.topology_details(arg(a, "name", str)), "name"),
+        "topology_info": needs_code(lambda a: core.topology_info(arg(a, "name", str)).to_wire(), "name"),
+        "topology_details": needs_code(lambda a: core.topology_details(arg(a, "name", str)).to_wire(), "name"),
         "nimbus_conf": lambda a: masked(core.conf),
         "download_info": needs_code(download_info, "id"), "download_chunk": needs_code(download_chunk, "id"),
         **log_config_handlers(core),

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from daemons.answers.cluster import TopologyProblem
 from daemons.nimbus.liveness import Seen, is_fresh
 
 # A worker's ImportError for a module the topology imports: installed where it was submitted,
@@ -34,9 +35,10 @@ class Problem:
     # a worker's death that left no error line: only how it ended says anything
     bare: bool = False
 
-    def to_dict(self) -> dict:
-        return {"time_secs": self.time_secs, "error": self.text, "component": self.component,
-                "host": self.host, "port": self.port}
+    def to_answer(self) -> TopologyProblem:
+        """As cluster_info's answer carries it (a topology's `last_error`)."""
+        return TopologyProblem(time_secs=self.time_secs, error=self.text, component=self.component,
+                               host=self.host, port=self.port)
 
 
 def explain(error_line: str) -> str:

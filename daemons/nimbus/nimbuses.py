@@ -9,20 +9,20 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from cluster_state.records import NimbusRegistration
+from daemons.answers.cluster import NimbusRow
 
 LEADER = "Leader"
 NOT_A_LEADER = "Not a Leader"
 
 
-def nimbus_rows(regs: Mapping[str, NimbusRegistration], leader: str | None, now: float) -> list[dict[str, Any]]:
-    """One row per registered Nimbus, by host:port: host, port, is_leader, status ("Leader" /
-    "Not a Leader"), uptime_secs, version."""
+def nimbus_rows(regs: Mapping[str, NimbusRegistration], leader: str | None, now: float) -> list[NimbusRow]:
+    """One row per registered Nimbus, by host:port (status "Leader" / "Not a Leader")."""
     rows = []
     for nid, reg in sorted(regs.items()):
         is_leader = leader is not None and nid == leader
-        rows.append({"host": reg.host, "port": reg.port, "is_leader": is_leader,
-                     "status": LEADER if is_leader else NOT_A_LEADER,
-                     "uptime_secs": max(0, int(now - reg.start_time_secs)), "version": reg.version})
+        rows.append(NimbusRow(host=reg.host, port=reg.port, is_leader=is_leader,
+                              status=LEADER if is_leader else NOT_A_LEADER,
+                              uptime_secs=max(0, int(now - reg.start_time_secs)), version=reg.version))
     return rows
 
 

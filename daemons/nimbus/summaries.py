@@ -1,8 +1,9 @@
 """Nimbus's reports as pure views over one snapshot of what it read (Storm's getClusterInfo and
 getTopologyInfo): `cluster_summary` (what `storm-py list`, the UI's summaries and `/metrics`
 start from) and `topology_details` (the UI's topology and component pages, `monitor`). NimbusCore
-only gathers the facts (its in-memory state under its lock, then the ZooKeeper reads); the dicts
-are built here, and a topology's health is decided in one place (`topology_health`).
+only gathers the facts (its in-memory state under its lock, then the ZooKeeper reads); the
+answers (daemons/answers/) are built here, and a topology's health is decided in one place
+(`topology_health`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from cluster_state.records import Assignment, ErrorInfo, StormBase, SupervisorInfo
+from daemons.answers.cluster import ClusterInfo, SupervisorRow, TopologyProblem, TopologyRow
+from daemons.answers.details import (
+    ComponentEntry,
+    ComponentError,
+    ExecutorEntry,
+    Subscription,
+    SupervisorAddress,
+    TopologyDetails,
+    WorkerDeathEntry,
+)
 from daemons.nimbus import health
 from daemons.nimbus.liveness import Seen
 from executor.layout import TopologyLayout
@@ -40,8 +51,15 @@ class HealthSettings:
     zk_root: str               # storm.zookeeper.root (named when no supervisor is registered)
 
 
+@dataclass(frozen=True)
+class TopologyHealth:
+    live_workers: int
+    recent_restarts: int
+    last_error: TopologyProblem | None
+
+
 def topology_health(t: TopologyFacts, sups: Mapping[str, SupervisorInfo], now: float,
-                    settings: HealthSettings) -> dict[str, Any]:
+                    settings: HealthSettings) -> TopologyHealth:
     """Live workers (slots with an executor whose heartbeat advanced within the task timeout),
     worker restarts in the last minutes and the newest problem (daemons/nimbus/health.py)."""
     enp = t.executor_node_port
@@ -59,12 +77,11 @@ def topology_health(t: TopologyFacts, sups: Mapping[str, SupervisorInfo], now: f
     problem = health.crash_loop_problem(health.newest_problem(errors, deaths), restarts, live)
     unassigned = sum(t.base.component_executors.values()) - len(enp) if t.base.component_executors else 0
     problem = health.no_slots_problem(unassigned, len(sups), settings.zk_root, int(now)) or problem
-    return {"live_workers": live, "recent_restarts": restarts,
-            "last_error": None if problem is None else problem.to_dict()}
+    return TopologyHealth(live, restarts, None if problem is None else problem.to_answer())
 
 
 def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, SupervisorInfo], now: float,
-                    nimbus_started_at: float, version: str, settings: HealthSettings) -> dict[str, Any]:
+                    nimbus_started_at: float, version: str, settings: HealthSettings) -> ClusterInfo:
     """cluster_info's answer: the supervisors with their used slots and every topology's
     figures and health."""
     used: dict[str, set[int]] = {}
@@ -75,19 +92,18 @@ def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, Supe
         for node, port in slots:
             used.setdefault(node, set()).add(port)
         base = t.base
-        rows.append({"name": base.storm_name, "id": t.storm_id, "status": base.status,
-                     "num_tasks": sum(e - s + 1 for s, e in enp), "num_workers": len(slots),
-                     "num_executors": len(enp), "uptime_secs": int(now - base.launch_time_secs),
-                     "owner": base.owner or "", "requested_workers": base.num_workers,
-                     "slots": sorted([node, port] for node, port in slots),
-                     **topology_health(t, sups, now, settings)})
-    supervisors = [{"id": sid, "host": info.hostname, "slots": len(info.meta), "used": len(used.get(sid, ())),
-                    "ports": list(info.meta), "uptime_secs": info.uptime_secs, "version": info.version or "",
-                    "logviewer_port": info.logviewer_port,
-                    "worker_restarts": [list(r) for r in info.worker_restarts]}
-                   for sid, info in sorted(sups.items())]
-    return {"nimbus_uptime_secs": int(now - nimbus_started_at), "nimbus_version": version, "now_secs": int(now),
-            "supervisors": supervisors, "topologies": rows}
+        h = topology_health(t, sups, now, settings)
+        rows.append(TopologyRow(
+            name=base.storm_name, id=t.storm_id, status=base.status, num_tasks=sum(e - s + 1 for s, e in enp),
+            num_workers=len(slots), num_executors=len(enp), uptime_secs=int(now - base.launch_time_secs),
+            owner=base.owner or "", requested_workers=base.num_workers, slots=tuple(sorted(slots)),
+            live_workers=h.live_workers, recent_restarts=h.recent_restarts, last_error=h.last_error))
+    supervisors = tuple(SupervisorRow(
+        id=sid, host=info.hostname, slots=len(info.meta), used=len(used.get(sid, ())), ports=tuple(info.meta),
+        uptime_secs=info.uptime_secs, version=info.version or "", logviewer_port=info.logviewer_port,
+        worker_restarts=tuple(tuple(r) for r in info.worker_restarts)) for sid, info in sorted(sups.items()))
+    return ClusterInfo(nimbus_uptime_secs=int(now - nimbus_started_at), nimbus_version=version, now_secs=int(now),
+                       supervisors=supervisors, topologies=tuple(rows))
 
 
 @dataclass(frozen=True)
@@ -104,8 +120,8 @@ class DetailFacts:
     errors: Mapping[str, Sequence[ErrorInfo]]   # component -> newest errors, newest first
 
 
-def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: float) -> dict[str, Any]:
-    """topology_details' answer (plain, msgpack-safe data: string keys)."""
+def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: float) -> TopologyDetails:
+    """topology_details' answer."""
     a = f.assignment
     enp = {} if a is None else a.executor_node_port
     hosts = {} if a is None else a.node_host
@@ -113,36 +129,33 @@ def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: fl
     components, executors = [], []
     for comp in sorted(f.layout.executors):
         spec = f.specs.get(comp)
-        components.append({
-            "id": comp, "kind": "acker" if spec is None else spec.kind,
-            "tasks": len(f.layout.component_tasks[comp]),
-            "inputs": [] if spec is None else [
-                {"component": sub.source, "stream": sub.stream, "grouping": sub.grouping.kind}
-                for sub in spec.inputs]})
+        components.append(ComponentEntry(
+            id=comp, kind="acker" if spec is None else spec.kind, tasks=len(f.layout.component_tasks[comp]),
+            inputs=() if spec is None else tuple(
+                Subscription(component=sub.source, stream=sub.stream, grouping=sub.grouping.kind)
+                for sub in spec.inputs)))
         for ex in f.layout.executors[comp]:
             node, port = enp.get(ex, (None, None))
             beat = f.beats.get(ex)
-            executors.append({
-                "executor": list(ex), "component": comp, "node": node,
-                "host": hosts.get(node, node) if node else None, "port": port,
-                "start_time_secs": starts.get(ex), "alive": beat is not None,
-                "uptime_secs": None if beat is None else beat.uptime_secs,
-                "stats": None if beat is None else beat.stats})
-    errors = {comp: [{"error": e.error, "time_secs": e.time_secs, "host": e.host, "port": e.port} for e in errs]
+            executors.append(ExecutorEntry(
+                executor=tuple(ex), component=comp, node=node, host=hosts.get(node, node) if node else None,
+                port=port, start_time_secs=starts.get(ex), alive=beat is not None,
+                uptime_secs=None if beat is None else beat.uptime_secs, stats=None if beat is None else beat.stats))
+    errors = {comp: tuple(ComponentError(error=e.error, time_secs=e.time_secs, host=e.host, port=e.port) for e in errs)
               for comp, errs in f.errors.items()}
     nodes = {n for n, _p in enp.values()}
-    supervisors = {sid: {"host": info.hostname, "logviewer_port": info.logviewer_port}
+    supervisors = {sid: SupervisorAddress(host=info.hostname, logviewer_port=info.logviewer_port)
                    for sid, info in sups.items() if sid in nodes}
-    restarts = [[sid, port, n] for sid, info in sorted(sups.items())
-                for tid, port, n in info.worker_restarts if tid == f.storm_id]
-    deaths = sorted(({"supervisor": sid, "host": info.hostname, "port": d.port, "time_secs": d.time_secs,
-                      "reason": d.reason, "exit_code": d.exit_code, "signal": d.signal,
-                      "error_line": d.error_line, "log_tail": d.log_tail}
+    restarts = tuple((sid, port, n) for sid, info in sorted(sups.items())
+                     for tid, port, n in info.worker_restarts if tid == f.storm_id)
+    deaths = sorted((WorkerDeathEntry(supervisor=sid, host=info.hostname, port=d.port, time_secs=d.time_secs,
+                                      reason=d.reason, exit_code=d.exit_code, signal=d.signal,
+                                      error_line=d.error_line, log_tail=d.log_tail)
                      for sid, info in sups.items() for d in info.worker_deaths if d.storm_id == f.storm_id),
-                    key=lambda d: (-d["time_secs"], d["supervisor"], d["port"]))
+                    key=lambda d: (-d.time_secs, d.supervisor, d.port))
     base = f.base
-    return {"id": f.storm_id, "name": base.storm_name, "status": base.status, "owner": base.owner or "",
-            "supervisors": supervisors, "worker_restarts": restarts, "worker_deaths": deaths,
-            "launch_time_secs": base.launch_time_secs, "uptime_secs": int(now - base.launch_time_secs),
-            "requested_workers": base.num_workers, "now_secs": int(now),
-            "conf": dict(f.conf), "components": components, "executors": executors, "errors": errors}
+    return TopologyDetails(
+        id=f.storm_id, name=base.storm_name, status=base.status, owner=base.owner or "", supervisors=supervisors,
+        worker_restarts=restarts, worker_deaths=tuple(deaths), launch_time_secs=base.launch_time_secs,
+        uptime_secs=int(now - base.launch_time_secs), requested_workers=base.num_workers, now_secs=int(now),
+        conf=dict(f.conf), components=tuple(components), executors=tuple(executors), errors=errors)

@@ -1,10 +1,11 @@
-"""Storm's REST API answers from what Nimbus returns (pure: plain data in, JSON-ready data out).
+"""Storm's REST API answers from what Nimbus returns (pure: its typed answers in, JSON-ready data
+out).
 
 Every answer carries every field of Storm's own UI fixtures with the same JSON types (Storm's
 `UIHelpers.java` builds the same shapes); what storm-py has no notion of (a resource-aware
 scheduler's memory and CPU, profiling, an event logger) is 0, 0.0, false, "" or [] as Storm
-shows it when the feature is off. Input: `cluster_info` and `topology_details` of
-daemons/nimbus/core.py; the stats merge is executor/stats.py's, per window and stream.
+shows it when the feature is off. Input: Nimbus's `cluster_info` and `topology_details`
+answers (daemons/answers/); the stats merge is executor/stats.py's, per window and stream.
 """
 
 from __future__ import annotations
@@ -12,16 +13,23 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Sequence
 
-from daemons.nimbus.details import records_by_component
+from daemons.answers.cluster import ClusterInfo, NimbusRow, SupervisorRow, TopologyProblem
+from daemons.answers.details import (
+    ComponentEntry,
+    ExecutorEntry,
+    TopologyDetails,
+    executor_records,
+    records_by_component,
+)
 from daemons.reports import formats as fmt
 from daemons.reports.layout import layout as layered_layout
 from executor import stats as st
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
 from executor.layout import ACKER_COMPONENT
 from executor.package import masked
-from executor.stats_record import ExecutorStats, decode_records
+from executor.stats_record import ExecutorStats
 from executor.stats_windows import ALL_TIME, WINDOW_NAMES, window_pretty
 from executor.tuple import is_system_id
 
@@ -31,165 +39,164 @@ _NO_RESOURCES = {"requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0, "request
 
 
 # ---------------------------------------------------------------- cluster
-def cluster_summary(info: Mapping[str, Any], user: str = "") -> dict:
-    sups = info["supervisors"]
-    topos = info["topologies"]
-    total = sum(s["slots"] for s in sups)
-    used = sum(s["used"] for s in sups)
+def cluster_summary(info: ClusterInfo, user: str = "") -> dict:
+    sups = info.supervisors
+    topos = info.topologies
+    total = sum(s.slots for s in sups)
+    used = sum(s.used for s in sups)
     return {
-        "stormVersion": fmt.storm_version(info.get("nimbus_version")), "nimbusUptime": fmt.pretty_uptime(info["nimbus_uptime_secs"]),
-        "nimbusUptimeSeconds": int(info["nimbus_uptime_secs"]), "supervisors": len(sups),
+        "stormVersion": fmt.storm_version(info.nimbus_version), "nimbusUptime": fmt.pretty_uptime(info.nimbus_uptime_secs),
+        "nimbusUptimeSeconds": int(info.nimbus_uptime_secs), "supervisors": len(sups),
         "topologies": len(topos), "slotsTotal": total, "slotsUsed": used, "slotsFree": total - used,
-        "executorsTotal": sum(t["num_executors"] for t in topos), "tasksTotal": sum(t["num_tasks"] for t in topos),
+        "executorsTotal": sum(t.num_executors for t in topos), "tasksTotal": sum(t.num_tasks for t in topos),
         "schedulerDisplayResource": False, "totalMem": 0.0, "totalCpu": 0.0, "availMem": 0.0, "availCpu": 0.0,
         "memAssignedPercentUtil": 0.0, "cpuAssignedPercentUtil": 0.0, "user": user,
         "bugtracker-url": "", "central-log-url": "",
     }
 
 
-def nimbus_summary(info: Mapping[str, Any], host: str, port: int, logviewer_port: int | None) -> dict:
+def nimbus_summary(info: ClusterInfo, host: str, port: int, logviewer_port: int | None) -> dict:
     """Storm's /api/v1/nimbus/summary: every registered Nimbus ("Leader" / "Not a Leader"); the
     one the UI talks to, as the leader, when Nimbus lists none (LocalCluster)."""
-    rows = info.get("nimbuses") or [{"host": host, "port": int(port), "status": "Leader", "is_leader": True,
-                                     "uptime_secs": info["nimbus_uptime_secs"],
-                                     "version": info.get("nimbus_version")}]
+    rows = info.nimbuses or [NimbusRow(host=host, port=int(port), status="Leader", is_leader=True,
+                                       uptime_secs=info.nimbus_uptime_secs, version=info.nimbus_version)]
     return {"nimbuses": [{
-        "host": n["host"], "port": int(n["port"]), "status": n["status"],
-        "nimbusUpTime": fmt.pretty_uptime(n["uptime_secs"]),
-        "nimbusUpTimeSeconds": int(n["uptime_secs"]),
-        "nimbusLogLink": f"http://{n['host']}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
-        "version": fmt.storm_version(n.get("version")), "isLeader": bool(n["is_leader"])} for n in rows]}
+        "host": n.host, "port": int(n.port), "status": n.status,
+        "nimbusUpTime": fmt.pretty_uptime(n.uptime_secs),
+        "nimbusUpTimeSeconds": int(n.uptime_secs),
+        "nimbusLogLink": f"http://{n.host}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
+        "version": fmt.storm_version(n.version), "isLeader": bool(n.is_leader)} for n in rows]}
 
 
-def _supervisor(s: Mapping[str, Any]) -> dict:
-    return {"id": s["id"], "host": s["host"], "uptime": fmt.pretty_uptime(s["uptime_secs"]),
-            "uptimeSeconds": int(s["uptime_secs"]), "slotsTotal": int(s["slots"]), "slotsUsed": int(s["used"]),
+def _supervisor(s: SupervisorRow) -> dict:
+    return {"id": s.id, "host": s.host, "uptime": fmt.pretty_uptime(s.uptime_secs),
+            "uptimeSeconds": int(s.uptime_secs), "slotsTotal": int(s.slots), "slotsUsed": int(s.used),
             "totalMem": 0.0, "usedMem": 0.0, "totalCpu": 0.0, "usedCpu": 0.0,
-            "version": fmt.storm_version(s.get("version")), "blacklisted": False}
+            "version": fmt.storm_version(s.version), "blacklisted": False}
 
 
-def supervisor_summary(info: Mapping[str, Any]) -> dict:
-    return {"supervisors": [_supervisor(s) for s in info["supervisors"]], "schedulerDisplayResource": False}
+def supervisor_summary(info: ClusterInfo) -> dict:
+    return {"supervisors": [_supervisor(s) for s in info.supervisors], "schedulerDisplayResource": False}
 
 
-def find_supervisors(info: Mapping[str, Any], sup_id: str | None, host: str | None) -> list[Mapping[str, Any]]:
-    return [s for s in info["supervisors"]
-            if (sup_id is not None and s["id"] == sup_id) or (host is not None and s["host"] == host)]
+def find_supervisors(info: ClusterInfo, sup_id: str | None, host: str | None) -> list[SupervisorRow]:
+    return [s for s in info.supervisors
+            if (sup_id is not None and s.id == sup_id) or (host is not None and s.host == host)]
 
 
-def supervisor_detail(sup: Mapping[str, Any], topologies: Iterable[Mapping[str, Any]]) -> dict:
+def supervisor_detail(sup: SupervisorRow, topologies: Iterable[TopologyDetails]) -> dict:
     """A supervisor and the workers it runs; `topologies`: topology_details of the topologies
     that have a slot on it."""
     out = _supervisor(sup)
     out.update({"availMem": 0.0, "availCpu": 0.0, "totalGenericResources": {}, "usedGenericResources": {},
                 "availGenericResources": {}, "schedulerDisplayResource": False})
-    out["workers"] = [w for details in topologies for w in workers(details) if w["supervisorId"] == sup["id"]]
+    out["workers"] = [w for details in topologies for w in workers(details) if w["supervisorId"] == sup.id]
     # Beyond Storm's answer: every slot, free or not, with the worker restarts seen on it.
     used = {w["port"]: w for w in out["workers"]}
     restarts: dict[int, int] = {}
-    for _tid, port, n in sup.get("worker_restarts") or []:
+    for _tid, port, n in sup.worker_restarts:
         restarts[int(port)] = restarts.get(int(port), 0) + int(n)
     out["slots"] = [{"port": int(p), "used": int(p) in used,
                      "topologyId": used[int(p)]["topologyId"] if int(p) in used else "",
                      "topologyName": used[int(p)]["topologyName"] if int(p) in used else "",
-                     "restarts": restarts.get(int(p), 0)} for p in sup.get("ports") or []]
+                     "restarts": restarts.get(int(p), 0)} for p in sup.ports]
     return out
 
 
 # ---------------------------------------------------------------- topologies
-def topology_summary(info: Mapping[str, Any]) -> dict:
+def topology_summary(info: ClusterInfo) -> dict:
     return {"topologies": [{
-        "id": t["id"], "encodedId": fmt.encoded(t["id"]), "name": t["name"], "status": fmt.ui_status(t["status"]),
-        "uptime": fmt.pretty_uptime(t["uptime_secs"]), "uptimeSeconds": int(t["uptime_secs"]),
-        "tasksTotal": int(t["num_tasks"]), "workersTotal": int(t["num_workers"]),
-        "executorsTotal": int(t["num_executors"]), "replicationCount": 1, **_NO_RESOURCES,
-        "owner": t.get("owner", ""), "schedulerInfo": "",
-        # storm-py's additions (daemons/nimbus/health.py): what `storm-py list` shows
-        "workersLive": int(t.get("live_workers", 0)), "workerRestarts5m": int(t.get("recent_restarts", 0)),
-        "lastError": _problem(t.get("last_error"))} for t in info["topologies"]],
+        "id": t.id, "encodedId": fmt.encoded(t.id), "name": t.name, "status": fmt.ui_status(t.status),
+        "uptime": fmt.pretty_uptime(t.uptime_secs), "uptimeSeconds": int(t.uptime_secs),
+        "tasksTotal": int(t.num_tasks), "workersTotal": int(t.num_workers),
+        "executorsTotal": int(t.num_executors), "replicationCount": 1, **_NO_RESOURCES,
+        "owner": t.owner, "schedulerInfo": "",
+        # storm-py's additions (Nimbus's health.py decides them): what `storm-py list` shows
+        "workersLive": int(t.live_workers or 0), "workerRestarts5m": int(t.recent_restarts),
+        "lastError": _problem(t.last_error)} for t in info.topologies],
         "schedulerDisplayResource": False}
 
 
-def _problem(problem: Mapping[str, Any] | None) -> dict | None:
-    if not problem:
+def _problem(problem: TopologyProblem | None) -> dict | None:
+    if problem is None:
         return None
-    return {"error": problem["error"], "errorTime": int(problem["time_secs"]),
-            "component": problem.get("component") or "", "errorHost": problem.get("host") or "",
-            "errorPort": problem.get("port") if problem.get("port") is not None else ""}
+    return {"error": problem.error, "errorTime": int(problem.time_secs),
+            "component": problem.component or "", "errorHost": problem.host or "",
+            "errorPort": problem.port if problem.port is not None else ""}
 
 
 @dataclass(frozen=True)
 class _Topo:
     """topology_details with its records decoded and grouped once."""
 
-    details: Mapping[str, Any]
+    details: TopologyDetails
     by_executor: dict[tuple[int, int], ExecutorStats]
     records: dict[str, list[ExecutorStats]]            # component -> its executors' records
-    executors: dict[str, list[Mapping[str, Any]]]      # component -> its executors
+    executors: dict[str, list[ExecutorEntry]]          # component -> its executors
 
     @classmethod
-    def of(cls, details: Mapping[str, Any]) -> _Topo:
-        by_executor = decode_records(details["id"], {tuple(e["executor"]): e["stats"] for e in details["executors"]})
-        executors: dict[str, list[Mapping[str, Any]]] = {c["id"]: [] for c in details["components"]}
-        for e in details["executors"]:
-            executors.setdefault(e["component"], []).append(e)
+    def of(cls, details: TopologyDetails) -> _Topo:
+        by_executor = executor_records(details)
+        executors: dict[str, list[ExecutorEntry]] = {c.id: [] for c in details.components}
+        for e in details.executors:
+            executors.setdefault(e.component, []).append(e)
         return cls(details, by_executor, records_by_component(details, by_executor), executors)
 
     def component_records(self, comp: str) -> list[ExecutorStats]:
         return self.records.get(comp, [])
 
-    def executors_of(self, comp: str) -> list[Mapping[str, Any]]:
+    def executors_of(self, comp: str) -> list[ExecutorEntry]:
         return self.executors.get(comp, [])
 
-    def component(self, comp: str) -> Mapping[str, Any] | None:
-        return next((c for c in self.details["components"] if c["id"] == comp), None)
+    def component(self, comp: str) -> ComponentEntry | None:
+        return next((c for c in self.details.components if c.id == comp), None)
 
-    def shown(self, include_sys: bool) -> list[Mapping[str, Any]]:
-        return [c for c in self.details["components"] if include_sys or not is_system_id(c["id"])]
+    def shown(self, include_sys: bool) -> list[ComponentEntry]:
+        return [c for c in self.details.components if include_sys or not is_system_id(c.id)]
 
 
-def _worker_link(details: Mapping[str, Any], e: Mapping[str, Any]) -> str:
+def _worker_link(details: TopologyDetails, e: ExecutorEntry) -> str:
     """The log link of the worker running executor `e` (its supervisor's logviewer)."""
-    sup = details.get("supervisors", {}).get(e.get("node") or "", {})
-    return fmt.log_link(e.get("host"), sup.get("logviewer_port"), details["id"], e.get("port"))
+    sup = details.supervisors.get(e.node or "")
+    return fmt.log_link(e.host, None if sup is None else sup.logviewer_port, details.id, e.port)
 
 
-def workers(details: Mapping[str, Any]) -> list[dict]:
+def workers(details: TopologyDetails) -> list[dict]:
     """One entry per slot the topology's executors are assigned to."""
-    slots: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
-    for e in details["executors"]:
-        if e.get("node") is not None:
-            slots.setdefault((e["node"], e["port"]), []).append(e)
+    slots: dict[tuple[str, int], list[ExecutorEntry]] = {}
+    for e in details.executors:
+        if e.node is not None:
+            slots.setdefault((e.node, e.port), []).append(e)
     out = []
     for (node, port), execs in sorted(slots.items()):
-        uptime = max((e["uptime_secs"] for e in execs if e.get("uptime_secs") is not None), default=0)
+        uptime = max((e.uptime_secs for e in execs if e.uptime_secs is not None), default=0)
         num_tasks: dict[str, int] = {}
         for e in execs:
-            num_tasks[e["component"]] = num_tasks.get(e["component"], 0) + e["executor"][1] - e["executor"][0] + 1
-        out.append({"host": execs[0]["host"], "port": int(port), "supervisorId": node,
-                    "topologyId": details["id"], "topologyName": details["name"], "owner": details.get("owner", ""),
+            num_tasks[e.component] = num_tasks.get(e.component, 0) + e.executor[1] - e.executor[0] + 1
+        out.append({"host": execs[0].host, "port": int(port), "supervisorId": node,
+                    "topologyId": details.id, "topologyName": details.name, "owner": details.owner,
                     "uptime": fmt.pretty_uptime(uptime), "uptimeSeconds": int(uptime),
                     "executorsTotal": len(execs), "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
                     "assignedCpu": 0.0, "workerLogLink": _worker_link(details, execs[0]), "componentNumTasks": num_tasks,
-                    "alive": all(e["alive"] for e in execs)})
+                    "alive": all(e.alive for e in execs)})
     return out
 
 
 def _last_error(topo: _Topo, comp: str) -> dict:
-    errors = topo.details.get("errors", {}).get(comp) or []
+    errors = topo.details.errors.get(comp) or ()
     if not errors:
         return {"errorHost": "", "errorPort": "", "errorWorkerLogLink": "", "errorLapsedSecs": None, "lastError": ""}
     e = errors[0]
-    link = fmt.log_link(e.get("host"), _logviewer_of_host(topo, e.get("host")), topo.details["id"], e.get("port"))
-    return {"errorHost": e.get("host") or "", "errorPort": "" if e.get("port") is None else str(e["port"]),
-            "errorWorkerLogLink": link, "errorLapsedSecs": max(0, int(topo.details["now_secs"] - e["time_secs"])),
-            "lastError": e["error"]}
+    link = fmt.log_link(e.host, _logviewer_of_host(topo, e.host), topo.details.id, e.port)
+    return {"errorHost": e.host or "", "errorPort": "" if e.port is None else str(e.port),
+            "errorWorkerLogLink": link, "errorLapsedSecs": max(0, int(topo.details.now_secs - e.time_secs)),
+            "lastError": e.error}
 
 
 def _logviewer_of_host(topo: _Topo, host: str | None) -> int | None:
-    for sup in topo.details.get("supervisors", {}).values():
-        if sup.get("host") == host:
-            return sup.get("logviewer_port")
+    for sup in topo.details.supervisors.values():
+        if sup.host == host:
+            return sup.logviewer_port
     return None
 
 
@@ -210,37 +217,37 @@ def rates(records: Iterable[ExecutorStats], metrics: Iterable[str], include_sys:
     return {f"{m}PerSec": round(v, 3) for m, v in out.items()}
 
 
-def _spout_row(topo: _Topo, comp: Mapping[str, Any], window: str, include_sys: bool) -> dict:
-    f = st.component_figures(topo.component_records(comp["id"]), window, include_sys)
-    return {"spoutId": comp["id"], "encodedSpoutId": fmt.encoded(comp["id"]),
-            "executors": len(topo.executors_of(comp["id"])), "tasks": int(comp["tasks"]),
+def _spout_row(topo: _Topo, comp: ComponentEntry, window: str, include_sys: bool) -> dict:
+    f = st.component_figures(topo.component_records(comp.id), window, include_sys)
+    return {"spoutId": comp.id, "encodedSpoutId": fmt.encoded(comp.id),
+            "executors": len(topo.executors_of(comp.id)), "tasks": int(comp.tasks),
             "emitted": f["emitted"], "transferred": f["transferred"],
             "completeLatency": fmt.fixed3(f.get("complete_latency_ms")), "acked": f["acked"], "failed": f["failed"],
-            **_last_error(topo, comp["id"]),
+            **_last_error(topo, comp.id),
             "timeouts": f.get("timeouts", 0), "pending": f.get("pending", 0), "active": f.get("active", True),
             "backpressure": f["backpressure"], "skippedMs": f.get("skipped_ms", {}),
             "queuePopulation": f["queue_population"], "queueCapacity": f["queue_capacity"],
-            **rates(topo.component_records(comp["id"]), (st.EMITTED, st.ACKED), include_sys)}
+            **rates(topo.component_records(comp.id), (st.EMITTED, st.ACKED), include_sys)}
 
 
-def _bolt_row(topo: _Topo, comp: Mapping[str, Any], window: str, include_sys: bool) -> dict:
-    f = st.component_figures(topo.component_records(comp["id"]), window, include_sys)
-    return {"boltId": comp["id"], "encodedBoltId": fmt.encoded(comp["id"]),
-            "executors": len(topo.executors_of(comp["id"])), "tasks": int(comp["tasks"]),
+def _bolt_row(topo: _Topo, comp: ComponentEntry, window: str, include_sys: bool) -> dict:
+    f = st.component_figures(topo.component_records(comp.id), window, include_sys)
+    return {"boltId": comp.id, "encodedBoltId": fmt.encoded(comp.id),
+            "executors": len(topo.executors_of(comp.id)), "tasks": int(comp.tasks),
             "emitted": f["emitted"], "transferred": f["transferred"], "capacity": fmt.fixed3(f.get("capacity")),
             "executeLatency": fmt.fixed3(f.get("execute_latency_ms")), "executed": f.get("executed", 0),
             "processLatency": fmt.fixed3(f.get("process_latency_ms")), "acked": f["acked"], "failed": f["failed"],
-            **_last_error(topo, comp["id"]),
+            **_last_error(topo, comp.id),
             "backpressure": f["backpressure"], "queuePopulation": f["queue_population"],
             "queueCapacity": f["queue_capacity"],
-            **rates(topo.component_records(comp["id"]), (st.EMITTED, st.EXECUTED, st.ACKED), include_sys)}
+            **rates(topo.component_records(comp.id), (st.EMITTED, st.EXECUTED, st.ACKED), include_sys)}
 
 
 def _topology_stats(topo: _Topo, include_sys: bool) -> list[dict]:
     """Storm's topology figures per window: emitted/transferred over every shown component,
     acked/failed/complete latency of the spouts."""
-    shown = [r for c in topo.shown(include_sys) for r in topo.component_records(c["id"])]
-    spouts = [r for c in topo.details["components"] if c["kind"] == "spout" for r in topo.component_records(c["id"])]
+    shown = [r for c in topo.shown(include_sys) for r in topo.component_records(c.id)]
+    spouts = [r for c in topo.details.components if c.kind == "spout" for r in topo.component_records(c.id)]
     out = []
     for window in WINDOW_NAMES:
         everyone = st.component_figures(shown, window, include_sys)
@@ -252,36 +259,36 @@ def _topology_stats(topo: _Topo, include_sys: bool) -> list[dict]:
     return out
 
 
-def topology_detail(details: Mapping[str, Any], window: str = ALL_TIME, include_sys: bool = False) -> dict:
+def topology_detail(details: TopologyDetails, window: str = ALL_TIME, include_sys: bool = False) -> dict:
     topo = _Topo.of(details)
-    conf = details["conf"]
+    conf = details.conf
     shown = topo.shown(include_sys)
     ws = workers(details)
     return {
-        "id": details["id"], "encodedId": fmt.encoded(details["id"]), "name": details["name"],
-        "status": fmt.ui_status(details["status"]), "uptime": fmt.pretty_uptime(details["uptime_secs"]),
-        "uptimeSeconds": int(details["uptime_secs"]),
-        "tasksTotal": sum(int(c["tasks"]) for c in details["components"]), "workersTotal": len(ws),
-        "executorsTotal": len(details["executors"]),
+        "id": details.id, "encodedId": fmt.encoded(details.id), "name": details.name,
+        "status": fmt.ui_status(details.status), "uptime": fmt.pretty_uptime(details.uptime_secs),
+        "uptimeSeconds": int(details.uptime_secs),
+        "tasksTotal": sum(int(c.tasks) for c in details.components), "workersTotal": len(ws),
+        "executorsTotal": len(details.executors),
         "msgTimeout": int(conf.get("topology.message.timeout.secs", 30)), "windowHint": window_pretty(window),
         "window": window, "debug": bool(conf.get("topology.debug", False)), "samplingPct": 0,
         "schedulerDisplayResource": False, "replicationCount": 1,
         "requestedMemOnHeap": 0.0, "requestedCpu": 0.0, "assignedMemOnHeap": 0.0, "assignedCpu": 0.0,
         "requestedMemOffHeap": 0.0, "requestedTotalMem": 0.0, "assignedMemOffHeap": 0.0, "assignedTotalMem": 0.0,
-        "owner": details.get("owner", ""), "requestedWorkers": int(details["requested_workers"]),
+        "owner": details.owner, "requestedWorkers": int(details.requested_workers),
         "topologyStats": _topology_stats(topo, include_sys),
-        "spouts": [_spout_row(topo, c, window, include_sys) for c in shown if c["kind"] == "spout"],
-        "bolts": [_bolt_row(topo, c, window, include_sys) for c in shown if c["kind"] != "spout"],
+        "spouts": [_spout_row(topo, c, window, include_sys) for c in shown if c.kind == "spout"],
+        "bolts": [_bolt_row(topo, c, window, include_sys) for c in shown if c.kind != "spout"],
         "configuration": masked(conf), "workers": ws,
         "workerRestarts": [{"supervisorId": sid, "port": port, "restarts": n}
-                           for sid, port, n in details.get("worker_restarts", [])],
+                           for sid, port, n in details.worker_restarts],
         "diagnosis": diagnose(topo),
         "checkpoints": _checkpoints(topo, time.time()),
         "windows": _windows(topo),
     }
 
 
-def windows(details: Mapping[str, Any]) -> list[dict]:
+def windows(details: TopologyDetails) -> list[dict]:
     """The windowed bolts of a topology (/metrics), as the topology page shows them."""
     return _windows(_Topo.of(details)) or []
 
@@ -290,10 +297,10 @@ def _windows(topo: _Topo) -> list[dict] | None:
     """Beyond Storm's answer: per windowed bolt (executor/windowing/), the tuples its windows hold
     now and the late tuples it has had (its executors' sums); None for a topology without one."""
     out = []
-    for c in topo.details["components"]:
-        recs = [r for r in topo.component_records(c["id"]) if "window_events" in r.extra]
+    for c in topo.details.components:
+        recs = [r for r in topo.component_records(c.id) if "window_events" in r.extra]
         if recs:
-            out.append({"componentId": c["id"],
+            out.append({"componentId": c.id,
                         "eventsInWindow": int(sum(r.extra.get("window_events") or 0 for r in recs)),
                         "lateTuples": int(sum(r.extra.get("window_late_tuples") or 0 for r in recs)),
                         # a persistent window: those of its tuples held in memory (the rest in its state)
@@ -302,7 +309,7 @@ def _windows(topo: _Topo) -> list[dict] | None:
     return out or None
 
 
-def checkpoints(details: Mapping[str, Any], now: float) -> dict | None:
+def checkpoints(details: TopologyDetails, now: float) -> dict | None:
     """The checkpoints of a topology with state (/metrics), as the topology page shows them."""
     return _checkpoints(_Topo.of(details), now)
 
@@ -326,12 +333,12 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
             "recovering": bool(extra.get("recovering", True))}
 
 
-def diagnosis(details: Mapping[str, Any]) -> list[str]:
+def diagnosis(details: TopologyDetails) -> list[str]:
     """Why the topology's spouts are not emitting, in words (what `storm-py monitor` prints)."""
     return diagnose(_Topo.of(details))
 
 
-def monitor_reading(details: Mapping[str, Any], components: Iterable[str], stream: str,
+def monitor_reading(details: TopologyDetails, components: Iterable[str], stream: str,
                  metric: str) -> tuple[int, list[str]]:
     """What `storm-py monitor` prints: the all-time `metric` (emitted or transferred) of `stream`
     summed over the components' executors, and the diagnosis (records decoded once)."""
@@ -341,25 +348,25 @@ def monitor_reading(details: Mapping[str, Any], components: Iterable[str], strea
 
 
 # ---------------------------------------------------------------- components
-def component_detail(details: Mapping[str, Any], comp_id: str, window: str = ALL_TIME,
+def component_detail(details: TopologyDetails, comp_id: str, window: str = ALL_TIME,
                      include_sys: bool = False) -> dict | None:
     """None when the topology has no such component."""
     topo = _Topo.of(details)
     comp = topo.component(comp_id)
     if comp is None:
         return None
-    kind = "spout" if comp["kind"] == "spout" else "bolt"
+    kind = "spout" if comp.kind == "spout" else "bolt"
     recs = topo.component_records(comp_id)
     execs = topo.executors_of(comp_id)
     out: dict[str, Any] = {
-        "id": comp_id, "encodedId": fmt.encoded(comp_id), "topologyId": details["id"],
-        "encodedTopologyId": fmt.encoded(details["id"]), "name": details["name"], "componentType": kind,
-        "topologyStatus": fmt.ui_status(details["status"]), "executors": len(execs), "tasks": int(comp["tasks"]),
+        "id": comp_id, "encodedId": fmt.encoded(comp_id), "topologyId": details.id,
+        "encodedTopologyId": fmt.encoded(details.id), "name": details.name, "componentType": kind,
+        "topologyStatus": fmt.ui_status(details.status), "executors": len(execs), "tasks": int(comp.tasks),
         "windowHint": window_pretty(window), "window": window,
-        "debug": bool(details["conf"].get("topology.debug", False)), "samplingPct": 0, "eventLoggerCount": 0,
+        "debug": bool(details.conf.get("topology.debug", False)), "samplingPct": 0, "eventLoggerCount": 0,
         "profilingAndDebuggingCapable": False, "profileActionEnabled": False, "profilerActive": [],
         "schedulerDisplayResource": False, "requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0,
-        "requestedCpu": 0.0, "user": details.get("owner", ""),
+        "requestedCpu": 0.0, "user": details.owner,
     }
     outputs = st.output_streams(recs, window, include_sys)
     if kind == "spout":
@@ -379,14 +386,14 @@ def component_detail(details: Mapping[str, Any], comp_id: str, window: str = ALL
                               for s, f in sorted(outputs.items())]
         out["spoutSummary"] = []
     out["executorStats"] = [_executor_row(topo, e, kind, window, include_sys) for e in execs]
-    errors = details.get("errors", {}).get(comp_id) or []
+    errors = details.errors.get(comp_id) or ()
     out["componentErrors"] = [{
-        "errorTime": int(e["time_secs"]) * 1000, "errorHost": e.get("host") or "",
-        "errorPort": "" if e.get("port") is None else str(e["port"]), "error": e["error"],
-        "errorLapsedSecs": max(0, int(details["now_secs"] - e["time_secs"])),
-        "errorWorkerLogLink": fmt.log_link(e.get("host"), _logviewer_of_host(topo, e.get("host")),
-                                           details["id"], e.get("port"))} for e in errors]
-    out["deadWorkers"] = dead_workers(topo, {(e.get("node"), e.get("port")) for e in execs})
+        "errorTime": int(e.time_secs) * 1000, "errorHost": e.host or "",
+        "errorPort": "" if e.port is None else str(e.port), "error": e.error,
+        "errorLapsedSecs": max(0, int(details.now_secs - e.time_secs)),
+        "errorWorkerLogLink": fmt.log_link(e.host, _logviewer_of_host(topo, e.host),
+                                           details.id, e.port)} for e in errors]
+    out["deadWorkers"] = dead_workers(topo, {(e.node, e.port) for e in execs})
     return out
 
 
@@ -395,15 +402,16 @@ def dead_workers(topo: _Topo, slots: set[tuple[Any, Any]]) -> list[dict]:
     first, with what the supervisor recorded (reason, exit code or signal, the error line and
     the last lines of the log at that moment: the relaunched worker appends to the same file)."""
     out = []
-    for d in topo.details.get("worker_deaths") or []:
-        if (d["supervisor"], d["port"]) not in slots:
+    for d in topo.details.worker_deaths:
+        if (d.supervisor, d.port) not in slots:
             continue
-        sup = topo.details.get("supervisors", {}).get(d["supervisor"]) or {}
-        out.append({"host": d["host"], "port": int(d["port"]), "supervisorId": d["supervisor"],
-                    "timeSecs": int(d["time_secs"]), "lapsedSecs": max(0, int(topo.details["now_secs"] - d["time_secs"])),
-                    "reason": d["reason"], "exitCode": d.get("exit_code"), "signal": d.get("signal") or "",
-                    "errorLine": d.get("error_line") or "", "logTail": d.get("log_tail") or "",
-                    "workerLogLink": fmt.log_link(d["host"], sup.get("logviewer_port"), topo.details["id"], d["port"])})
+        sup = topo.details.supervisors.get(d.supervisor)
+        out.append({"host": d.host, "port": int(d.port), "supervisorId": d.supervisor,
+                    "timeSecs": int(d.time_secs), "lapsedSecs": max(0, int(topo.details.now_secs - d.time_secs)),
+                    "reason": d.reason, "exitCode": d.exit_code, "signal": d.signal or "",
+                    "errorLine": d.error_line or "", "logTail": d.log_tail or "",
+                    "workerLogLink": fmt.log_link(d.host, None if sup is None else sup.logviewer_port,
+                                                  topo.details.id, d.port)})
     return out
 
 
@@ -422,13 +430,13 @@ def _bolt_window(recs, window: str, include_sys: bool) -> dict:
             "acked": f["acked"], "failed": f["failed"], "capacity": fmt.fixed3(f.get("capacity"))}
 
 
-def _executor_row(topo: _Topo, e: Mapping[str, Any], kind: str, window: str, include_sys: bool) -> dict:
-    rec = topo.by_executor.get(tuple(e["executor"]))
-    name = fmt.executor_name(e["executor"])
-    uptime = e.get("uptime_secs") or 0
+def _executor_row(topo: _Topo, e: ExecutorEntry, kind: str, window: str, include_sys: bool) -> dict:
+    rec = topo.by_executor.get(e.executor)
+    name = fmt.executor_name(e.executor)
+    uptime = e.uptime_secs or 0
     row = {"id": name, "encodedId": fmt.encoded(name), "uptime": fmt.pretty_uptime(uptime),
-           "uptimeSeconds": int(uptime), "host": e.get("host") or "", "port": int(e.get("port") or 0),
-           "workerLogLink": _worker_link(topo.details, e), "alive": bool(e["alive"])}
+           "uptimeSeconds": int(uptime), "host": e.host or "", "port": int(e.port or 0),
+           "workerLogLink": _worker_link(topo.details, e), "alive": bool(e.alive)}
     if kind == "spout":
         w = _spout_window([rec] if rec else [], window, include_sys)
     else:
@@ -443,30 +451,30 @@ def _executor_row(topo: _Topo, e: Mapping[str, Any], kind: str, window: str, inc
 _UNSAFE_STREAM = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sys: bool = False) -> dict:
+def visualization(details: TopologyDetails, window: str = ALL_TIME, include_sys: bool = False) -> dict:
     """Storm's visualization answer: per component its type, capacity, latency, where its
     executors run and what it subscribes to (with the acker's streams when sys=1)."""
     topo = _Topo.of(details)
     out = {}
-    culprits = holding_back(details["components"], topo.component_records)
-    spouts = [c["id"] for c in details["components"] if c["kind"] == "spout"]
-    bolts = [c["id"] for c in details["components"] if c["kind"] == "bolt"]
+    culprits = holding_back(details.components, topo.component_records)
+    spouts = [c.id for c in details.components if c.kind == "spout"]
+    bolts = [c.id for c in details.components if c.kind == "bolt"]
     for comp in topo.shown(include_sys):
-        cid = comp["id"]
+        cid = comp.id
         f = st.component_figures(topo.component_records(cid), window, True)
-        inputs = [(i["component"], i["stream"], i["grouping"]) for i in comp["inputs"]]
+        inputs = [(i.component, i.stream, i.grouping) for i in comp.inputs]
         if cid == ACKER_COMPONENT:
             inputs = [(s, "__ack_init", "fields") for s in spouts] + \
                      [(b, s, "fields") for b in bolts for s in ("__ack_ack", "__ack_fail")]
-        kind = "spout" if comp["kind"] == "spout" else "bolt"
+        kind = "spout" if comp.kind == "spout" else "bolt"
         latency = f.get("complete_latency_ms") if kind == "spout" else f.get("execute_latency_ms")
         out[cid] = {
             ":type": kind, ":capacity": float(round(f.get("capacity", 0.0), 3)), ":latency": fmt.fixed3(latency),
             # the consumer whose full queue holds its producers back: the page reddens the edges
             # into it (the executor's own flag means its output is blocked, i.e. downstream)
             ":backpressure": cid in culprits,
-            ":stats": [{":host": e.get("host") or "", ":port": int(e.get("port") or 0),
-                        ":uptime_secs": int(e.get("uptime_secs") or 0)} for e in topo.executors_of(cid)],
+            ":stats": [{":host": e.host or "", ":port": int(e.port or 0),
+                        ":uptime_secs": int(e.uptime_secs or 0)} for e in topo.executors_of(cid)],
             ":inputs": [{":component": c, ":stream": s, ":sani-stream": _UNSAFE_STREAM.sub("_", s),
                          ":grouping": g} for c, s, g in inputs],
         }
@@ -477,10 +485,10 @@ def visualization(details: Mapping[str, Any], window: str = ALL_TIME, include_sy
     return out
 
 
-def topology_workers(details: Mapping[str, Any], default_logviewer_port: int) -> dict:
+def topology_workers(details: TopologyDetails, default_logviewer_port: int) -> dict:
     """Storm's topology-workers answer: the host:port of every worker and the logviewer port."""
-    ports = {s.get("logviewer_port") for s in details.get("supervisors", {}).values()} - {None}
-    hp = sorted({(e["host"], int(e["port"])) for e in details["executors"] if e.get("host")})
+    ports = {s.logviewer_port for s in details.supervisors.values()} - {None}
+    hp = sorted({(e.host, int(e.port)) for e in details.executors if e.host})
     return {"hostPortList": [{"host": h, "port": p} for h, p in hp],
             "logviewerPort": int(ports.pop()) if len(ports) == 1 else int(default_logviewer_port)}
 
@@ -489,42 +497,42 @@ def topology_workers(details: Mapping[str, Any], default_logviewer_port: int) ->
 def diagnose(topo: _Topo) -> list[str]:
     """Plain-words reasons a spout is not emitting or the topology cannot run; [] when none."""
     d = topo.details
-    name = d["name"]
+    name = d.name
     out: list[str] = []
-    if d["status"] == "inactive":
+    if d.status == "inactive":
         out.append(f"spouts are inactive: topology {name} is deactivated (storm-py activate {name} resumes it)")
-    elif d["status"] in ("killed", "rebalancing"):
-        out.append(f"topology {name} is {d['status']}: its spouts are deactivated until that finishes")
+    elif d.status in ("killed", "rebalancing"):
+        out.append(f"topology {name} is {d.status}: its spouts are deactivated until that finishes")
     unassigned: dict[str, int] = {}
     dead: dict[str, set[str]] = {}
-    for e in d["executors"]:
-        if e.get("node") is None:
-            unassigned[e["component"]] = unassigned.get(e["component"], 0) + 1
-        elif not e["alive"]:
-            dead.setdefault(e["component"], set()).add(f"{e['host']}:{e['port']}")
+    for e in d.executors:
+        if e.node is None:
+            unassigned[e.component] = unassigned.get(e.component, 0) + 1
+        elif not e.alive:
+            dead.setdefault(e.component, set()).add(f"{e.host}:{e.port}")
     for comp, n in sorted(unassigned.items()):
         out.append(f"{n} executor(s) of {comp} have no slot: no supervisor offers a free slot")
     for comp, where in sorted(dead.items()):
         out.append(f"executors of {comp} have no live worker (assigned to {', '.join(sorted(where))})")
-    for sid, port, n in d.get("worker_restarts", []):
+    for sid, port, n in d.worker_restarts:
         out.append(f"the worker on {sid} port {port} restarted {n} time(s): see its log and lastError")
-    max_pending = d["conf"].get("topology.max.spout.pending")
-    culprits = holding_back(d["components"], topo.component_records)
-    congested = [c["id"] for c in d["components"] if c["id"] in culprits]
-    for comp in d["components"]:
-        if comp["kind"] != "spout":
+    max_pending = d.conf.get("topology.max.spout.pending")
+    culprits = holding_back(d.components, topo.component_records)
+    congested = [c.id for c in d.components if c.id in culprits]
+    for comp in d.components:
+        if comp.kind != "spout":
             continue
-        recs = topo.component_records(comp["id"])
-        if not recs or d["status"] != "active":
+        recs = topo.component_records(comp.id)
+        if not recs or d.status != "active":
             continue
         pending = sum(r.pending for r in recs)
         if max_pending and pending >= int(max_pending) * len(recs):
-            out.append(f"spout {comp['id']} is at max pending: {pending} tuple trees wait for acks "
+            out.append(f"spout {comp.id} is at max pending: {pending} tuple trees wait for acks "
                        f"(topology.max.spout.pending = {max_pending} per executor)")
         if any(r.backpressure for r in recs):
             culprit = ", ".join(congested) if congested else "a downstream bolt"
-            out.append(f"spout {comp['id']} is held by back-pressure from {culprit}")
-        out += _mostly_waiting(comp["id"], recs)
+            out.append(f"spout {comp.id} is held by back-pressure from {culprit}")
+        out += _mostly_waiting(comp.id, recs)
     for comp in congested:
         recs = topo.component_records(comp)
         held = culprits[comp]
@@ -557,7 +565,8 @@ def _fill(recs: list[ExecutorStats]) -> float:
     return max((r.queue_population / r.queue_capacity for r in recs if r.queue_capacity), default=0.0)
 
 
-def holding_back(components: list[Mapping[str, Any]], records_of) -> dict[str, list[str]]:
+def holding_back(components: Sequence[ComponentEntry],
+                 records_of: Callable[[str], list[ExecutorStats]]) -> dict[str, list[str]]:
     """The components whose receive queues hold the topology back -> the producers they hold
     back (pure). An executor's back-pressure flag says that its OWN output is blocked
     (executor/base.py sets it on the producer), so the culprit is downstream of it: among its
@@ -566,15 +575,15 @@ def holding_back(components: list[Mapping[str, Any]], records_of) -> dict[str, l
     own flag leads). A queue that full is a culprit by itself too."""
     consumers: dict[str, list[str]] = {}
     for comp in components:
-        for i in comp.get("inputs", ()):
-            consumers.setdefault(i["component"], []).append(comp["id"])
-    fill = {c["id"]: _fill(records_of(c["id"])) for c in components}
-    out: dict[str, list[str]] = {c["id"]: [] for c in components if c["kind"] != "spout" and fill[c["id"]] >= 0.9}
-    blocked = {c["id"] for c in components if any(r.backpressure for r in records_of(c["id"]))}
+        for i in comp.inputs:
+            consumers.setdefault(i.component, []).append(comp.id)
+    fill = {c.id: _fill(records_of(c.id)) for c in components}
+    out: dict[str, list[str]] = {c.id: [] for c in components if c.kind != "spout" and fill[c.id] >= 0.9}
+    blocked = {c.id for c in components if any(r.backpressure for r in records_of(c.id))}
     for comp in components:
-        if comp["id"] not in blocked:
+        if comp.id not in blocked:
             continue
-        downstream = sorted(set(consumers.get(comp["id"], ())))
+        downstream = sorted(set(consumers.get(comp.id, ())))
         full = [c for c in downstream if c in out]
         free = [c for c in downstream if c not in blocked]
         if not full and free:
@@ -582,6 +591,6 @@ def holding_back(components: list[Mapping[str, Any]], records_of) -> dict[str, l
             full = [c for c in free if fill[c] == top] if top > 0 else free
         for c in full:
             held = out.setdefault(c, [])
-            if comp["id"] not in held:
-                held.append(comp["id"])
+            if comp.id not in held:
+                held.append(comp.id)
     return out

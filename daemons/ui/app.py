@@ -1,7 +1,8 @@
 """The UI's HTTP routes (Flask): the web pages at / (static files that read the REST API),
 Storm's REST API under /api/v1 and Prometheus /metrics.
 
-Each route asks Nimbus (through `NimbusCalls`) and shapes the answer with daemons/reports/views.py.
+Each route asks Nimbus (through `NimbusCalls`), reads the answer as daemons/answers/ types it and
+shapes it with daemons/reports/views.py.
 Errors are Storm's body `{"error": SHORT, "errorMessage": LONGER}`: an unknown topology or
 component 404, a bad parameter 400, a POST by read-only credentials 403, Nimbus unreachable 503
 naming its address, anything else 500. With `nimbus.authentication.secret` set, every route needs
@@ -19,6 +20,8 @@ from flask import Flask, Response, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 
 from daemons import http_auth
+from daemons.answers.cluster import ClusterInfo
+from daemons.answers.details import TopologyDetails
 from daemons.http_server import error_response, json_response
 from daemons.reports import views
 from daemons.rpc.calls import NimbusCalls
@@ -67,6 +70,12 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
         except (RpcError, NotAliveError, AlreadyAliveError, InvalidTopologyError) as exc:
             raise _remote_error(exc) from None
 
+    def cluster_info() -> ClusterInfo:
+        return ClusterInfo.from_wire(call("cluster_info"))
+
+    def details_of(storm_id: str) -> TopologyDetails:
+        return TopologyDetails.from_wire(call("topology_details", name=storm_id))
+
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError):
         if exc.status >= 500:
@@ -111,33 +120,33 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
 
     @app.get(f"{API}/cluster/summary")
     def cluster_summary():
-        return json_response(views.cluster_summary(call("cluster_info")))
+        return json_response(views.cluster_summary(cluster_info()))
 
     @app.get(f"{API}/nimbus/summary")
     def nimbus_summary():
-        return json_response(views.nimbus_summary(call("cluster_info"), nimbus_host, nimbus_port, logviewer_port))
+        return json_response(views.nimbus_summary(cluster_info(), nimbus_host, nimbus_port, logviewer_port))
 
     @app.get(f"{API}/supervisor/summary")
     def supervisor_summary():
-        return json_response(views.supervisor_summary(call("cluster_info")))
+        return json_response(views.supervisor_summary(cluster_info()))
 
     @app.get(f"{API}/supervisor")
     def supervisor_detail():
         sup_id, host = request.args.get("id"), request.args.get("host")
         if sup_id is None and host is None:
             raise ApiError(400, "Bad request", "parameter 'id' (or 'host') is required")
-        info = call("cluster_info")
+        info = cluster_info()
         found = views.find_supervisors(info, sup_id, host)
         if not found:
             what = f"id {sup_id!r}" if sup_id is not None else f"host {host!r}"
             raise ApiError(404, "Supervisor not found", f"no live supervisor with {what}")
         sup = found[0]
-        details = [_details(t["id"]) for t in info["topologies"] if any(n == sup["id"] for n, _p in t["slots"])]
+        details = [_details(t.id) for t in info.topologies if any(n == sup.id for n, _p in t.slots)]
         return json_response(views.supervisor_detail(sup, [d for d in details if d is not None]))
 
-    def _details(storm_id: str) -> dict | None:
+    def _details(storm_id: str) -> TopologyDetails | None:
         try:
-            return call("topology_details", name=storm_id)
+            return details_of(storm_id)
         except ApiError as exc:
             if exc.status == 404:
                 return None  # killed meanwhile
@@ -146,33 +155,33 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
     # ------------------------------------------------------------------ topologies
     @app.get(f"{API}/topology/summary")
     def topology_summary():
-        return json_response(views.topology_summary(call("cluster_info")))
+        return json_response(views.topology_summary(cluster_info()))
 
     @app.get(f"{API}/topology/<storm_id>")
     def topology_detail(storm_id: str):
         window, include_sys = _window(), _sys()
-        return json_response(views.topology_detail(call("topology_details", name=storm_id), window, include_sys))
+        return json_response(views.topology_detail(details_of(storm_id), window, include_sys))
 
     @app.get(f"{API}/topology/<storm_id>/component/<component>")
     def component_detail(storm_id: str, component: str):
         window, include_sys = _window(), _sys()
-        details = call("topology_details", name=storm_id)
+        details = details_of(storm_id)
         answer = views.component_detail(details, component, window, include_sys)
         if answer is None:
-            known = ", ".join(c["id"] for c in details["components"])
+            known = ", ".join(c.id for c in details.components)
             raise ApiError(404, "Component not found",
-                           f"topology {details['name']} ({details['id']}) has no component {component!r} "
+                           f"topology {details.name} ({details.id}) has no component {component!r} "
                            f"(components: {known})")
         return json_response(answer)
 
     @app.get(f"{API}/topology/<storm_id>/visualization")
     def visualization(storm_id: str):
         window, include_sys = _window(), _sys()
-        return json_response(views.visualization(call("topology_details", name=storm_id), window, include_sys))
+        return json_response(views.visualization(details_of(storm_id), window, include_sys))
 
     @app.get(f"{API}/topology-workers/<storm_id>")
     def topology_workers(storm_id: str):
-        return json_response(views.topology_workers(call("topology_details", name=storm_id), logviewer_port or 0))
+        return json_response(views.topology_workers(details_of(storm_id), logviewer_port or 0))
 
     @app.get(f"{API}/topology/<storm_id>/logconfig")
     def get_logconfig(storm_id: str):

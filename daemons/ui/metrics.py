@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from daemons.reports.views import checkpoints, records_by_component, windows
+from daemons.answers.cluster import ClusterInfo
+from daemons.answers.details import TopologyDetails, records_by_component
+from daemons.reports.views import checkpoints, windows
 from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.protocol import REMOTE_ERRORS
 from executor import stats as st
@@ -28,7 +30,7 @@ log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]]) -> list:
+def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> list:
     """The metric families from cluster_info and each topology's topology_details (pure);
     info None: Nimbus did not answer (storm_nimbus_up 0, nothing else)."""
     up = GaugeMetricFamily("storm_nimbus_up", "1 when the UI reached Nimbus for this scrape")
@@ -39,15 +41,15 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
                                labels=["topology", "status"])
     workers = GaugeMetricFamily("storm_topology_workers", "Worker slots the topology is assigned",
                                 labels=["topology"])
-    for t in info["topologies"]:
-        status.add_metric([t["name"], t["status"].upper()], 1)
-        workers.add_metric([t["name"]], t["num_workers"])
+    for t in info.topologies:
+        status.add_metric([t.name, t.status.upper()], 1)
+        workers.add_metric([t.name], t.num_workers)
     slots = GaugeMetricFamily("storm_supervisor_slots", "Worker slots a supervisor offers",
                               labels=["supervisor", "host"])
     used = GaugeMetricFamily("storm_supervisor_slots_used", "Worker slots in use", labels=["supervisor", "host"])
-    for s in info["supervisors"]:
-        slots.add_metric([s["id"], s["host"]], s["slots"])
-        used.add_metric([s["id"], s["host"]], s["used"])
+    for s in info.supervisors:
+        slots.add_metric([s.id, s.host], s.slots)
+        used.add_metric([s.id, s.host], s.used)
     labels2 = ["topology", "component"]
     labels3 = ["topology", "component", "stream"]
     emitted = CounterMetricFamily("storm_component_emitted", "Tuples emitted (all time)", labels=labels3)
@@ -79,12 +81,12 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
                                    labels=labels2)
     win_late = CounterMetricFamily("storm_window_late_tuples", "Tuples a windowed bolt got after its watermark "
                                    "had passed them (event time), since its executors started", labels=labels2)
-    hosts = {s["id"]: s["host"] for s in info["supervisors"]}
+    hosts = {s.id: s.host for s in info.supervisors}
     for d in details:
-        name = d["name"]
+        name = d.name
         by_comp = records_by_component(d)
-        for comp in d["components"]:
-            cid = comp["id"]
+        for comp in d.components:
+            cid = comp.id
             recs = by_comp.get(cid, [])
             # A system component (the acker) works on system streams only: its figures count them,
             # as its capacity does, or it would show capacity with nothing executed or acked.
@@ -96,7 +98,7 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
             acked.add_metric([name, cid], f["acked"])
             failed.add_metric([name, cid], f["failed"])
             backpressure.add_metric([name, cid], 1 if f["backpressure"] else 0)
-            if comp["kind"] == "spout":
+            if comp.kind == "spout":
                 complete.add_metric([name, cid], f["complete_latency_ms"])
             else:
                 executed.add_metric([name, cid], f["executed"])
@@ -114,7 +116,7 @@ def families(info: Mapping[str, Any] | None, details: Iterable[Mapping[str, Any]
         for w in windows(d):
             win_events.add_metric([name, w["componentId"]], w["eventsInWindow"])
             win_late.add_metric([name, w["componentId"]], w["lateTuples"])
-        for sid, port, n in d.get("worker_restarts", []):
+        for sid, port, n in d.worker_restarts:
             restarts.add_metric([name, hosts.get(sid, sid), str(port)], n)
     return [up, status, workers, slots, used, emitted, transferred, acked, failed, executed, capacity,
             complete, execute, backpressure, restarts, cp_txid, cp_age, cp_commits, cp_latency, cp_rollbacks,
@@ -127,13 +129,13 @@ class _NimbusCollector(Collector):
 
     def collect(self):
         try:
-            info = self._nimbus.call("cluster_info")
+            info = ClusterInfo.from_wire(self._nimbus.call("cluster_info"))
             details = []
-            for t in info["topologies"]:
+            for t in info.topologies:
                 try:
-                    details.append(self._nimbus.call("topology_details", name=t["id"]))
+                    details.append(TopologyDetails.from_wire(self._nimbus.call("topology_details", name=t.id)))
                 except REMOTE_ERRORS as exc:  # killed meanwhile, or Nimbus went away mid-scrape
-                    log.info("metrics: topology %s skipped: %s", t["id"], exc)
+                    log.info("metrics: topology %s skipped: %s", t.id, exc)
         except REMOTE_ERRORS as exc:
             log.warning("metrics: Nimbus did not answer: %s", exc)
             info, details = None, []

@@ -53,8 +53,8 @@ def test_submit_goes_through_nimbus_into_the_cluster_state():
         assert len(set(assignment.executor_node_port.values())) == 2
         assert {p.port for p in cluster.supervisor.launcher.processes(storm_id)} == \
             {port for _node, port in assignment.executor_node_port.values()}
-        [topo] = cluster.nimbus.core.cluster_info()["topologies"]
-        assert (topo["name"], topo["num_workers"]) == ("wc", 2)
+        [topo] = cluster.nimbus.core.cluster_info().topologies
+        assert (topo.name, topo.num_workers) == ("wc", 2)
         cluster.kill_topology("wc")
         assert state.storm_base(storm_id) is None and state.assignment_info(storm_id) is None
         assert cluster.supervisor.launcher.processes(storm_id) == [] or all(

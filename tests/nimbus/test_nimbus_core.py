@@ -298,7 +298,7 @@ def test_topology_details_lists_the_worker_deaths_its_supervisors_report_newest_
     core = env.nimbus()
     storm_id = _submit(env, core, config={"topology.workers": 1})
     other = _submit(env, core, name="other", config={"topology.workers": 1})
-    assert core.topology_details(storm_id)["worker_deaths"] == []
+    assert core.topology_details(storm_id).worker_deaths == ()
     crash = WorkerDeath(storm_id, 6700, 200, "worker w1 on port 6700 exited", exit_code=1,
                         error_line="ValueError: bad", log_tail="Traceback ...\nValueError: bad")
     killed = WorkerDeath(storm_id, 6701, 300, "worker w2 on port 6701 exited", signal="SIGKILL")
@@ -308,8 +308,7 @@ def test_topology_details_lists_the_worker_deaths_its_supervisors_report_newest_
         env.cluster.supervisor_heartbeat(sid, SupervisorInfo(
             time_secs=1, hostname=host, assignment_id=sid, used_ports=(), meta=(6700, 6701, 6702, 6703),
             scheduler_meta=None, uptime_secs=0, worker_deaths=deaths))
-    details = core.topology_details(storm_id)
-    deaths = details["worker_deaths"]
+    deaths = core.topology_details(storm_id).to_wire()["worker_deaths"]  # as the RPC sends it
     assert [(d["supervisor"], d["host"], d["port"], d["time_secs"]) for d in deaths] == [
         ("sup-2", "host-b", 6701, 300), ("sup-2", "host-b", 6702, 250), ("sup-1", "host-a", 6700, 200)]
     assert deaths[2] == {
@@ -318,8 +317,8 @@ def test_topology_details_lists_the_worker_deaths_its_supervisors_report_newest_
         "log_tail": "Traceback ...\nValueError: bad"}
     assert (deaths[0]["exit_code"], deaths[0]["signal"]) == (None, "SIGKILL")
     assert msgpack.unpackb(msgpack.packb(deaths)) == deaths  # plain data, string keys
-    assert [d["port"] for d in core.topology_details(other)["worker_deaths"]] == [6703]
-    assert core.topology_info(storm_id)["id"] == storm_id  # the summary reads past it
+    assert [d.port for d in core.topology_details(other).worker_deaths] == [6703]
+    assert core.topology_info(storm_id).id == storm_id  # the summary reads past it
 
 
 def test_rebalance_says_what_it_caps():
@@ -352,15 +351,15 @@ def test_cluster_info_says_how_a_topology_fares_live_workers_restarts_and_the_la
     # A topology whose workers crash-loop used to show ACTIVE with its assigned workers.
     core = env.nimbus()
     storm_id = _submit(env, core, config={"topology.workers": 2})
-    (top,) = core.cluster_info()["topologies"]
-    assert top["live_workers"] == 0 and top["recent_restarts"] == 0
-    assert top["last_error"]["error"].startswith("no supervisor offers slots: none is registered under ZooKeeper root")
+    (top,) = core.cluster_info().topologies
+    assert top.live_workers == 0 and top.recent_restarts == 0
+    assert top.last_error.error.startswith("no supervisor offers slots: none is registered under ZooKeeper root")
 
     register_supervisor(env.cluster, "sup-1", "host-a")
     core.mk_assignments()
     assignment = env.cluster.assignment_info(storm_id)
-    (top,) = core.cluster_info()["topologies"]
-    assert top["num_workers"] == 2 and top["live_workers"] == 0 and top["last_error"] is None
+    (top,) = core.cluster_info().topologies
+    assert top.num_workers == 2 and top.live_workers == 0 and top.last_error is None
     # one worker heartbeats, the other died twice in the last minutes on a missing module
     slots = sorted(set(assignment.executor_node_port.values()))
     env.clock.advance(5)
@@ -371,23 +370,23 @@ def test_cluster_info_says_how_a_topology_fares_live_workers_restarts_and_the_la
     env.cluster.supervisor_heartbeat("sup-1", SupervisorInfo(
         time_secs=2, hostname="host-a", assignment_id="sup-1", used_ports=(), meta=(6700, 6701, 6702, 6703),
         scheduler_meta=None, uptime_secs=0, worker_deaths=(death,), recent_worker_deaths=((storm_id, 2),)))
-    (top,) = core.cluster_info()["topologies"]
-    assert top["live_workers"] == 1 and top["recent_restarts"] == 2
-    problem = top["last_error"]
-    assert (problem["host"], problem["port"], problem["component"]) == ("host-a", slots[1][1], None)
-    assert problem["error"].startswith("module 'nltk' is not installed in the workers' Python on this host")
+    (top,) = core.cluster_info().topologies
+    assert top.live_workers == 1 and top.recent_restarts == 2
+    problem = top.last_error
+    assert (problem.host, problem.port, problem.component) == ("host-a", slots[1][1], None)
+    assert problem.error.startswith("module 'nltk' is not installed in the workers' Python on this host")
     # a supervisor failing to fetch the code, later, is the newest problem
     env.cluster.supervisor_heartbeat("sup-2", SupervisorInfo(
         time_secs=2, hostname="host-b", assignment_id="sup-2", used_ports=(), meta=(6700,),
         scheduler_meta=None, uptime_secs=0,
         code_failures=((storm_id, int(env.clock()) + 1, "cannot fetch the code from Nimbus (attempt 3): auth"),)))
-    (top,) = core.cluster_info()["topologies"]
-    assert (top["last_error"]["host"], top["last_error"]["port"]) == ("host-b", None)
-    assert top["last_error"]["error"] == "cannot fetch the code from Nimbus (attempt 3): auth"
+    (top,) = core.cluster_info().topologies
+    assert (top.last_error.host, top.last_error.port) == ("host-b", None)
+    assert top.last_error.error == "cannot fetch the code from Nimbus (attempt 3): auth"
     # a component's reported error, newer (written at the real time, after the fake clock's), wins
     env.cluster.report_error(storm_id, "pass", "host-a", slots[0][1], "Traceback ...\nValueError: boom")
-    (top,) = core.cluster_info()["topologies"]
-    assert (top["last_error"]["component"], top["last_error"]["error"]) == ("pass", "ValueError: boom")
+    (top,) = core.cluster_info().topologies
+    assert (top.last_error.component, top.last_error.error) == ("pass", "ValueError: boom")
 
 
 def test_a_zookeeper_outage_is_not_held_against_workers_or_supervisors(env, monkeypatch):
@@ -437,7 +436,7 @@ def test_a_submit_that_cannot_finish_in_time_leaves_nothing_behind(env, monkeypa
     with pytest.raises(UnavailableError, match="took longer than the client waits.*undone, nothing was submitted"):
         core.submit("late", package(env.root), deadline=time.monotonic() - 1)
     assert env.cluster.active_storms() == [] and core.store.stored_ids() == []
-    assert core.cluster_info()["topologies"] == []
+    assert core.cluster_info().topologies == ()
 
     # ZooKeeper refuses the undo too: nothing is assigned or listed meanwhile, a later round removes it
     real_remove = env.cluster.remove_storm
@@ -447,7 +446,7 @@ def test_a_submit_that_cannot_finish_in_time_leaves_nothing_behind(env, monkeypa
         core.submit("ghost", package(env.root), deadline=time.monotonic() - 1)
     (ghost,) = env.cluster.active_storms()
     core.mk_assignments()
-    assert env.cluster.assignment_info(ghost) is None and core.cluster_info()["topologies"] == []
+    assert env.cluster.assignment_info(ghost) is None and core.cluster_info().topologies == ()
     monkeypatch.setattr(env.cluster, "remove_storm", real_remove)
     core.cleanup()
     assert env.cluster.active_storms() == [] and core.store.stored_ids() == []

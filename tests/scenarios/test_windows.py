@@ -43,13 +43,17 @@ def test_count_and_event_time_windows_match_a_plain_computation(cluster):
     # every emit reached the sink
     assert len(r.records("sums", "got")) >= N // 10
     # the late tuples counted where the topology page and /metrics read them (stats heartbeats)
+    from daemons.answers.details import TopologyDetails
     from daemons.reports.views import topology_detail
 
+    def page_windows():
+        return topology_detail(TopologyDetails.from_wire(cluster.topology_details("windows")))["windows"]
+
     def late_counted():
-        wins = topology_detail(cluster.topology_details("windows"))["windows"] or []
+        wins = page_windows() or []
         return {w["componentId"]: w for w in wins}.get("events", {}).get("lateTuples", 0) >= len(late)
 
-    run.wait(late_counted, lambda: f"late tuples in the stats ({topology_detail(cluster.topology_details('windows'))['windows']})")
+    run.wait(late_counted, lambda: f"late tuples in the stats ({page_windows()})")
 
 
 def test_a_persistent_window_keeps_its_tuples_in_the_state(cluster):

@@ -77,7 +77,7 @@ def test_a_worker_whose_bolt_raises_in_prepare_shows_up_in_topology_details(env,
     env.assign(sid, [(sup.supervisor_id, ports[0])])
 
     def deaths():
-        return env.core.topology_details(sid)["worker_deaths"]
+        return env.core.topology_details(sid).to_wire()["worker_deaths"]  # as the RPC sends it
 
     found = wait_until(deaths, 90, "a worker death in topology_details")
     death = found[0]
@@ -89,7 +89,7 @@ def test_a_worker_whose_bolt_raises_in_prepare_shows_up_in_topology_details(env,
     assert "RuntimeError: the crash bolt refuses to prepare" in death["error_line"]
     assert "the crash bolt refuses to prepare" in death["log_tail"]
     assert 0 < len(death["log_tail"]) <= 6000 and len(death["log_tail"].split("\n")) <= 40
-    assert abs(death["time_secs"] - env.core.topology_details(sid)["now_secs"]) < 60
+    assert abs(death["time_secs"] - env.core.topology_details(sid).now_secs) < 60
     assert local_layout.worker_log(sup.conf, sid, ports[0]).is_file()
     # The supervisor keeps one per slot however often the worker dies again.
     wait_until(lambda: sup.launches >= 3, 60, "the crashing worker relaunched twice")
@@ -116,8 +116,8 @@ def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, 
                          worker_command=_hungry_worker)
     sid = env.core.submit("hungry", crash_package(tmp_path))
     env.assign(sid, [(sup.supervisor_id, ports[0])])
-    found = wait_until(lambda: env.core.topology_details(sid)["worker_deaths"], 60, "the worker killed for memory")
-    reason = found[0]["reason"]
+    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
+    reason = found[0].reason
     assert "of memory, over supervisor.worker.memory.limit.mb (100 MB): killed" in reason, reason
     assert int(reason.split(" used ")[1].split(" MB")[0]) >= 300
 
@@ -128,8 +128,8 @@ def test_a_topologys_own_memory_limit_wins_over_the_supervisors(env, tmp_path):
                          worker_command=_hungry_worker)
     sid = env.core.submit("hungry", crash_package(tmp_path, {"topology.worker.memory.limit.mb": 100}))
     env.assign(sid, [(sup.supervisor_id, ports[0])])
-    found = wait_until(lambda: env.core.topology_details(sid)["worker_deaths"], 60, "the worker killed for memory")
-    reason = found[0]["reason"]
+    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
+    reason = found[0].reason
     assert "of memory, over topology.worker.memory.limit.mb (100 MB): killed" in reason, reason
 
 
@@ -158,8 +158,8 @@ def test_a_full_disk_is_named_with_the_space_the_code_needs(env, tmp_path):
         env.assign(sid, [(sup.supervisor_id, ports[0])])
 
         def last_error():
-            t = next((t for t in env.core.cluster_info()["topologies"] if t["id"] == sid), None)
-            return t and t["last_error"] and t["last_error"]["error"]
+            t = next((t for t in env.core.cluster_info().topologies if t.id == sid), None)
+            return t and t.last_error and t.last_error.error
 
         error = wait_until(lambda: (e := last_error()) and "no space" in e and e, 60, "the full disk in the topology's health")
         assert error.startswith(f"no space on {small} for {sid}'s code (at least 2.0 MB needed, "), error

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cluster_state.records import NimbusRegistration
+from daemons.answers.cluster import ClusterInfo, NimbusRow
 from daemons.cli_admin import nimbus_lines
 from daemons.nimbus.code_sync import missing_code
 from daemons.nimbus.leader import leader_node
@@ -39,30 +40,31 @@ def test_nimbus_rows_take_the_leader_from_the_latch_not_from_the_stored_flag():
     regs = {"127.0.0.3:6627": NimbusRegistration("127.0.0.3", 6627, 100, "1.2", True),
             "127.0.0.2:6627": NimbusRegistration("127.0.0.2", 6627, 50, "1.2", False)}
     rows = nimbus_rows(regs, "127.0.0.2:6627", now=160)
-    assert [(r["host"], r["status"], r["is_leader"], r["uptime_secs"]) for r in rows] == [
+    assert [(r.host, r.status, r.is_leader, r.uptime_secs) for r in rows] == [
         ("127.0.0.2", "Leader", True, 110), ("127.0.0.3", "Not a Leader", False, 60)]
-    assert all(r["status"] == "Not a Leader" for r in nimbus_rows(regs, None, now=160))
+    assert all(r.status == "Not a Leader" for r in nimbus_rows(regs, None, now=160))
     with pytest.raises(TypeError):
         NimbusRegistration(1, 6627, 0)  # type: ignore[arg-type]
 
 
 def test_list_prints_nimbus_lines_only_with_more_than_one_nimbus():
-    one = [{"host": "127.0.0.2", "port": 6627, "status": "Leader"}]
+    one = [NimbusRow(host="127.0.0.2", port=6627, status="Leader", is_leader=True, uptime_secs=5)]
     assert nimbus_lines([]) == [] and nimbus_lines(one) == []
-    two = one + [{"host": "127.0.0.3", "port": 6627, "status": "Not a Leader"}]
+    two = one + [NimbusRow(host="127.0.0.3", port=6627, status="Not a Leader", is_leader=False, uptime_secs=5)]
     assert nimbus_lines(two) == ["nimbus 127.0.0.2:6627 Leader", "nimbus 127.0.0.3:6627 Not a Leader"]
 
 
 def test_nimbus_summary_lists_every_nimbus_or_the_one_the_ui_talks_to():
-    info = {"nimbus_uptime_secs": 5, "nimbus_version": "1.0",
+    info = {"nimbus_uptime_secs": 5, "nimbus_version": "1.0", "supervisors": [], "topologies": [],
             "nimbuses": [{"host": "a", "port": 1, "status": "Leader", "is_leader": True, "uptime_secs": 9,
                           "version": "1.0"},
                          {"host": "b", "port": 2, "status": "Not a Leader", "is_leader": False, "uptime_secs": 3,
                           "version": "1.0"}]}
-    got = nimbus_summary(info, "h0", 6627, None)["nimbuses"]
+    got = nimbus_summary(ClusterInfo.from_wire(info), "h0", 6627, None)["nimbuses"]
     assert [(n["host"], n["status"], n["isLeader"]) for n in got] == [("a", "Leader", True),
                                                                       ("b", "Not a Leader", False)]
-    alone = nimbus_summary({"nimbus_uptime_secs": 5}, "h0", 6627, None)["nimbuses"]
+    alone = nimbus_summary(ClusterInfo(nimbus_uptime_secs=5, supervisors=(), topologies=()), "h0", 6627,
+                           None)["nimbuses"]
     assert [(n["host"], n["port"], n["status"], n["isLeader"]) for n in alone] == [("h0", 6627, "Leader", True)]
 
 

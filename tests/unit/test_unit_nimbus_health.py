@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from daemons.answers.cluster import TopologyProblem
 from daemons.cli_admin import _last_error
 from daemons.nimbus import health
 
@@ -30,12 +33,12 @@ def test_no_slots_says_why():
 
 
 def test_the_lists_last_error_column():
-    p = {"time_secs": 1000, "error": "ValueError:   boom\nmore", "component": "split", "host": "h1", "port": 6700}
+    p = TopologyProblem(time_secs=1000, error="ValueError:   boom\nmore", component="split", host="h1", port=6700)
     assert _last_error(p, 1012) == "split@h1:6700 0m12s ago: ValueError: boom more"
-    assert _last_error({**p, "component": None}, 1012) == "h1:6700 0m12s ago: ValueError: boom more"
+    assert _last_error(replace(p, component=None), 1012) == "h1:6700 0m12s ago: ValueError: boom more"
     assert _last_error(p, 1000 + 601) == "-"  # history, not what is wrong now
     assert _last_error(None, 0) == "-"
-    long = _last_error({**p, "error": "x" * 500}, 1012)
+    long = _last_error(replace(p, error="x" * 500), 1012)
     assert len(long) == health.MAX_ERROR_CHARS and long.endswith("...")
 
 

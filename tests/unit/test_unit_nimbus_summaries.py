@@ -33,7 +33,7 @@ def test_a_live_topology_with_no_problem():
     a = assigned(("sup-1", 6700), ("sup-1", 6700))
     seen = {e: Seen(NOW - 2, NOW - 2) for e in a.executor_node_port}
     t = TopologyFacts("wc-1", BASE, a, {}, seen)
-    got = cluster_summary([t], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0", SETTINGS)
+    got = cluster_summary([t], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0", SETTINGS).to_wire()
     (row,) = got["topologies"]
     assert row["num_executors"] == 2 and row["num_workers"] == 1 and row["slots"] == [["sup-1", 6700]]
     assert row["live_workers"] == 1 and row["recent_restarts"] == 0 and row["last_error"] is None
@@ -47,9 +47,9 @@ def test_health_is_decided_once_from_errors_deaths_and_slots():
     sups = {"sup-1": supervisor(deaths=[WorkerDeath("wc-1", 6700, NOW - 10, "exited", exit_code=1)],
                                 recent=[("wc-1", 4)])}
     h = topology_health(t, sups, NOW, SETTINGS)
-    assert h["live_workers"] == 0 and h["recent_restarts"] == 4
-    assert h["last_error"]["component"] == WORKER_ERRORS and "differs from its package manifest" in h["last_error"]["error"]
+    assert h.live_workers == 0 and h.recent_restarts == 4
+    assert h.last_error.component == WORKER_ERRORS and "differs from its package manifest" in h.last_error.error
     # nothing assigned and no supervisor registered: Nimbus names its root
     lonely = topology_health(TopologyFacts("wc-1", BASE, None), {}, NOW, SETTINGS)
-    assert lonely["last_error"]["error"].startswith("no supervisor offers slots: none is registered under "
+    assert lonely.last_error.error.startswith("no supervisor offers slots: none is registered under "
                                                     "ZooKeeper root '/storm'")

@@ -3,14 +3,18 @@ Storm's own UI fixtures), the stalled-topology diagnosis and the Prometheus fami
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape, shape_problems
 
+from daemons.answers.cluster import ClusterInfo
+from daemons.answers.details import TopologyDetails
+from daemons.answers.info import TopologyInfo, info_from_details
 from daemons.cli_monitor import monitor_line
-from daemons.nimbus.details import info_from_details
 from daemons.reports import formats as fmt
 from daemons.reports import views
 from daemons.ui import metrics
@@ -41,8 +45,9 @@ def bolt_record(component="split", executed=90, execute_ms=45.0, **kw) -> list:
     return to_wire(ExecutorStats(component, "bolt", 60, _windows(counters), **kw))
 
 
-def details(status="active", spout=None, split=None, conf=None, unassigned=False, alive=True, errors=None,
-            restarts=()) -> dict:
+def details_wire(status="active", spout=None, split=None, conf=None, unassigned=False, alive=True, errors=None,
+                 restarts=()) -> dict:
+    """topology_details' answer as it comes off the wire."""
     ex = [
         {"executor": [1, 1], "component": "__acker", "stats": to_wire(ExecutorStats("__acker", "acker", 60, {}))},
         {"executor": [2, 2], "component": "spout", "stats": spout if spout is not None else spout_record()},
@@ -74,7 +79,11 @@ def details(status="active", spout=None, split=None, conf=None, unassigned=False
     }
 
 
-def cluster_info() -> dict:
+def details(**kw) -> TopologyDetails:
+    return TopologyDetails.from_wire(details_wire(**kw))
+
+
+def cluster_info_wire() -> dict:
     return {"nimbus_uptime_secs": 3725, "nimbus_version": "0.1.0",
             "supervisors": [{"id": "sup-1", "host": "h1", "slots": 4, "used": 1, "ports": [6700, 6701, 6702, 6703],
                              "uptime_secs": 100, "version": "0.1.0", "logviewer_port": 8000,
@@ -82,6 +91,10 @@ def cluster_info() -> dict:
             "topologies": [{"name": "wc", "id": "wc-1-1000", "status": "active", "num_tasks": 4, "num_workers": 1,
                             "num_executors": 4, "uptime_secs": 65, "owner": "", "requested_workers": 1,
                             "slots": [["sup-1", 6700]]}]}
+
+
+def cluster_info() -> ClusterInfo:
+    return ClusterInfo.from_wire(cluster_info_wire())
 
 
 # ---------------------------------------------------------------- formats
@@ -106,7 +119,7 @@ def test_every_answer_has_the_fixture_shape():
     assert_shape("cluster-summary", views.cluster_summary(info))
     assert_shape("nimbus-summary", views.nimbus_summary(info, "h0", 6627, 8000))
     assert_shape("supervisor-summary", views.supervisor_summary(info))
-    assert_shape("supervisor-detail", views.supervisor_detail(info["supervisors"][0], [d]))
+    assert_shape("supervisor-detail", views.supervisor_detail(info.supervisors[0], [d]))
     assert_shape("topology-summary", views.topology_summary(info))
     assert_shape("topology-detail", views.topology_detail(d))
     assert_shape("component-detail", views.component_detail(d, "split"))
@@ -205,7 +218,8 @@ def test_visualization_has_subscriptions_and_the_ackers_streams():
 
 def test_nimbus_topology_info_is_the_same_merge_of_the_same_details():
     d = details(errors={"split": [{"error": "boom", "time_secs": 1060, "host": "h1", "port": 6700}], "spout": []})
-    info = info_from_details(d)
+    info = info_from_details(d).to_wire()
+    assert TopologyInfo.from_wire(info).to_wire() == info
     by_id = {c["id"]: c for c in info["components"]}
     assert (info["name"], info["num_workers"]) == ("wc", 1)
     assert by_id["split"]["executed"] == 180 and by_id["split"]["kind"] == "bolt"
@@ -234,8 +248,8 @@ def test_back_pressure_names_the_saturated_bolt():
     assert any("back-pressure from split" in r for r in reasons)
 
 
-def with_count(d: dict, count_queue: tuple[int, int]) -> dict:
-    """`details` with a count bolt fed by split (fields grouping), its receive queue as given."""
+def with_count(d: dict, count_queue: tuple[int, int]) -> TopologyDetails:
+    """`details_wire` with a count bolt fed by split (fields grouping), its receive queue as given."""
     d["components"].append({"id": "count", "kind": "bolt", "tasks": 1,
                             "inputs": [{"component": "split", "stream": "default", "grouping": "fields"}]})
     d["executors"].append({"executor": [5, 5], "component": "count", "node": "sup-1", "host": "h1", "port": 6700,
@@ -243,12 +257,12 @@ def with_count(d: dict, count_queue: tuple[int, int]) -> dict:
                            "stats": bolt_record("count", queue_population=count_queue[0],
                                                 queue_capacity=count_queue[1])})
     d["errors"]["count"] = []
-    return d
+    return TopologyDetails.from_wire(d)
 
 
 def test_back_pressure_on_a_bolt_blames_its_full_consumer_not_the_bolt():
     # split's own output is blocked (its flag) because count's queue is full; split's queue is empty
-    d = with_count(details(spout=spout_record(backpressure=True),
+    d = with_count(details_wire(spout=spout_record(backpressure=True),
                            split=bolt_record(backpressure=True, queue_population=0, queue_capacity=65536)),
                    count_queue=(60000, 65536))
     reasons = views.diagnosis(d)
@@ -261,7 +275,7 @@ def test_back_pressure_on_a_bolt_blames_its_full_consumer_not_the_bolt():
 
 
 def test_back_pressure_with_no_queue_seen_full_names_the_fullest_consumer():
-    d = with_count(details(split=bolt_record(backpressure=True, queue_population=0, queue_capacity=65536)),
+    d = with_count(details_wire(split=bolt_record(backpressure=True, queue_population=0, queue_capacity=65536)),
                    count_queue=(1200, 65536))  # sampled between bursts: not 90% full
     reasons = views.diagnosis(d)
     assert any(r.startswith("bolt count is saturated") and "holds back split" in r for r in reasons), reasons
@@ -311,9 +325,9 @@ def test_metrics_of_the_acker_count_what_it_did_as_its_capacity_does():
     counters = {"executed|__system:__ack": 3000, "acked|__system:__ack": 3000,
                 "execute_count|__system:__ack": 3000, "execute_ms_sum|__system:__ack": 52_200.0}
     acker = to_wire(ExecutorStats("__acker", "acker", 600, _windows(counters)))
-    d = details()
+    d = details_wire()
     d["executors"][0]["stats"] = acker
-    fams = _parsed(metrics.families(cluster_info(), [d]))
+    fams = _parsed(metrics.families(cluster_info(), [TopologyDetails.from_wire(d)]))
 
     def value(family):
         return next(s.value for s in fams[family].samples
@@ -341,7 +355,7 @@ def test_visualization_places_each_node_in_a_layer():
 
 
 def test_supervisor_detail_lists_every_slot_with_its_restarts():
-    sup = dict(cluster_info()["supervisors"][0], worker_restarts=[["wc-1-1000", 6700, 3]])
+    sup = replace(cluster_info().supervisors[0], worker_restarts=(("wc-1-1000", 6700, 3),))
     slots = views.supervisor_detail(sup, [details()])["slots"]
     assert [s["port"] for s in slots] == [6700, 6701, 6702, 6703]
     assert slots[0] == {"port": 6700, "used": True, "topologyId": "wc-1-1000", "topologyName": "wc", "restarts": 3}
@@ -349,12 +363,12 @@ def test_supervisor_detail_lists_every_slot_with_its_restarts():
 
 
 def test_component_answer_shows_the_workers_that_died_on_its_slots():
-    d = details()
+    d = details_wire()
     death = {"supervisor": "sup-1", "host": "h1", "port": 6700, "time_secs": 1060, "reason": "worker w1 on port 6700 exited",
              "exit_code": None, "signal": "SIGKILL", "error_line": "", "log_tail": "last words\n"}
     elsewhere = dict(death, port=6701)
     d["worker_deaths"] = [death, elsewhere]
-    dead = views.component_detail(d, "split")["deadWorkers"]
+    dead = views.component_detail(TopologyDetails.from_wire(d), "split")["deadWorkers"]
     assert dead == [{"host": "h1", "port": 6700, "supervisorId": "sup-1", "timeSecs": 1060, "lapsedSecs": 5,
                      "reason": "worker w1 on port 6700 exited", "exitCode": None, "signal": "SIGKILL",
                      "errorLine": "", "logTail": "last words\n",
@@ -362,13 +376,13 @@ def test_component_answer_shows_the_workers_that_died_on_its_slots():
     assert views.component_detail(details(), "split")["deadWorkers"] == []
 
 
-def _with_checkpoints(extra: dict | None) -> dict:
-    d = details()
+def _with_checkpoints(extra: dict | None) -> TopologyDetails:
+    d = details_wire()
     d["components"].append({"id": "$checkpointspout", "kind": "spout", "tasks": 1, "inputs": []})
     rec = ExecutorStats("$checkpointspout", "spout", 60, _windows({"emitted|$checkpoint": 40}), extra=extra or {})
     d["executors"].append({"executor": [5, 5], "component": "$checkpointspout", "stats": to_wire(rec), "node": "sup-1",
                            "host": "h1", "port": 6700, "start_time_secs": 1000, "alive": True, "uptime_secs": 60})
-    return d
+    return TopologyDetails.from_wire(d)
 
 
 def test_checkpoints_of_a_topology_with_state_on_the_page_and_in_metrics():
@@ -397,12 +411,13 @@ def test_checkpoints_before_the_first_commit_and_without_state():
 
 
 def test_windowed_bolts_on_the_page_and_in_metrics():
-    d = details()
+    wire = details_wire()
     # two executors of the windowed bolt "split", their gauges added up
-    for ex, (events, late) in zip([e for e in d["executors"] if e["component"] == "split"], [(30, 2), (12, 5)]):
+    for ex, (events, late) in zip([e for e in wire["executors"] if e["component"] == "split"], [(30, 2), (12, 5)]):
         rec = ExecutorStats("split", "bolt", 60, _windows({"executed|spout:default": 10}),
                             extra={"window_events": events, "window_late_tuples": late})
         ex["stats"] = to_wire(rec)
+    d = TopologyDetails.from_wire(wire)
     t = views.topology_detail(d)
     assert t["windows"] == [{"componentId": "split", "eventsInWindow": 42, "lateTuples": 7, "eventsInMemory": None}]
     fams = _parsed(metrics.families(cluster_info(), [d]))
