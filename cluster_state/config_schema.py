@@ -308,6 +308,7 @@ SCHEMA: dict[str, Rule] = {
     "topology.disable.loadaware.messaging": Rule("bool"),
     "topology.localityaware.higher.bound": Rule("number", minimum=0, maximum=1),
     "topology.localityaware.lower.bound": Rule("number", minimum=0, maximum=1),
+    "topology.fields.grouping.hash": Rule("str", choices=("mixed", "crc32")),
     "topology.executor.thread.mode": Rule("str", choices=("shared", "dedicated")),
     "topology.executor.blocking.step.millis": _positive(nullable=True),
     "topology.transfer.buffer.size": _int(1),

@@ -16,3 +16,4 @@ cdef class FieldsGrouper(Grouper):
     cdef list _idx
     cdef object _single
     cdef dict _cache
+    cdef bint _mixed

@@ -1,7 +1,12 @@
 """Grouping target choice: pure functions of (targets, values), no I/O.
 
 Fields grouping must pick the same task for equal values in every process, so it uses a
-stable hash (CRC-32 based), never Python's per-process randomized hash().
+stable hash (CRC-32 based), never Python's per-process randomized hash(). CRC-32 is linear in
+its input: keys that differ in one character (part-0, part-1, ...) differ only in a few low
+bits, and `h % n` sends them all to the same few tasks. The groupers therefore pass it through
+MurmurHash3's finaliser (mix32), whose every output bit depends on every input bit, as Java's
+List.hashCode spreads such keys for Storm. `topology.fields.grouping.hash: crc32` keeps the
+unmixed hash of earlier storm-py (keyed state written by it stays on its tasks).
 """
 
 from __future__ import annotations
@@ -55,6 +60,16 @@ def stable_hash(value: Any) -> int:
     raise TypeError(f"cannot hash value of type {t.__name__} for grouping: {value!r}")
 
 
+def mix32(h: int) -> int:
+    """MurmurHash3's 32-bit finaliser (fmix32): a bijection whose every output bit depends on
+    every input bit."""
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK
+    return h ^ (h >> 16)
+
+
 def hash_values(values: Sequence[Any]) -> int:
     h = 1
     for v in values:
@@ -93,27 +108,34 @@ class ShuffleGrouper(Grouper):
 
 
 class FieldsGrouper(Grouper):
-    def __init__(self, targets: Sequence[int], stream_fields: Fields, group_fields: Fields):
+    """The task of a key: its stable hash, mixed (mix32), modulo the sorted targets. `mixed=False`
+    is `topology.fields.grouping.hash: crc32`, the unmixed hash of earlier storm-py."""
+
+    def __init__(self, targets: Sequence[int], stream_fields: Fields, group_fields: Fields, mixed: bool = True):
         self._targets = sorted(targets)
         self._n = len(self._targets)
         self._idx = [stream_fields.index(f) for f in group_fields]
         self._single = self._idx[0] if len(self._idx) == 1 else None
         self._cache: dict[str, int] = {}
+        self._mixed = mixed
 
     def choose(self, values):
         if self._single is not None:
             v = values[self._single]
             if type(v) is str:
-                # Keys repeat (words, user ids): a bounded cache beats encode + crc32 each time.
-                h = self._cache.get(v)
-                if h is None:
+                # Keys repeat (words, user ids): a bounded cache beats encode + crc32 + mix each time.
+                i = self._cache.get(v)
+                if i is None:
                     if len(self._cache) >= _CACHE_MAX:
                         self._cache.clear()
-                    h = self._cache[v] = crc32(v.encode("utf-8", "surrogatepass"))
-            else:
-                h = stable_hash(v)
+                    h = crc32(v.encode("utf-8", "surrogatepass"))
+                    i = self._cache[v] = (mix32(h) if self._mixed else h) % self._n
+                return [self._targets[i]]
+            h = stable_hash(v)
         else:
             h = hash_values([values[i] for i in self._idx])
+        if self._mixed:
+            h = mix32(h)
         return [self._targets[h % self._n]]
 
 
@@ -129,8 +151,9 @@ class PartialKeyGrouper(Grouper):
     def choose(self, values):
         key = [values[i] for i in self._idx]
         h = hash_values(key)
-        a = h % self._n
-        b = crc32(struct.pack("<I", h), 0x9E3779B9) % self._n
+        # two independent choices: a linear hash would put numbered keys on the same pair of tasks
+        a = mix32(h) % self._n
+        b = mix32(h ^ 0x9E3779B9) % self._n
         pick = a if self._load[a] <= self._load[b] else b
         self._load[pick] += 1
         return [self._targets[pick]]

@@ -59,7 +59,8 @@ class StreamOut:
 
 
 def _make_grouper(g: Grouping, targets: list[int], fields: Fields, task_id: int, local_tasks: set[int],
-                  context: Any, component: str, stream: str, custom: Any = None, locality: Locality | None = None):
+                  context: Any, component: str, stream: str, custom: Any = None, locality: Locality | None = None,
+                  mixed_fields_hash: bool = True):
     if g.kind in ("shuffle", "none"):
         local = [t for t in targets if t in local_tasks]
         if locality is not None and local and len(local) < len(targets):
@@ -67,7 +68,7 @@ def _make_grouper(g: Grouping, targets: list[int], fields: Fields, task_id: int,
                                                locality.lower, random.Random())
         return ShuffleGrouper(targets, random.Random())
     if g.kind == "fields":
-        return FieldsGrouper(targets, fields, g.fields)
+        return FieldsGrouper(targets, fields, g.fields, mixed_fields_hash)
     if g.kind == "partial_key":
         return PartialKeyGrouper(targets, fields, g.fields)
     if g.kind == "all":
@@ -118,7 +119,8 @@ class Locality:
 
 def build_routes(topology: StormTopology, layout: TopologyLayout, component: str, task_id: int,
                  local_tasks: set[int], context: Any, copy_custom,
-                 locality: Locality | None = None) -> dict[str, StreamOut]:
+                 locality: Locality | None = None, mixed_fields_hash: bool = True) -> dict[str, StreamOut]:
+    """`mixed_fields_hash`: False for `topology.fields.grouping.hash: crc32` (executor/grouping.py)."""
     spec = topology.components[component]
     routes: dict[str, StreamOut] = {}
     for stream, sspec in spec.streams.items():
@@ -135,7 +137,7 @@ def build_routes(topology: StormTopology, layout: TopologyLayout, component: str
             if grouping.kind == "custom":
                 custom = copy_custom(topology.custom_groupings[(target, index)])
             groupers.append(_make_grouper(grouping, targets, sspec.fields, task_id, local_tasks, context,
-                                          component, stream, custom, locality))
+                                          component, stream, custom, locality, mixed_fields_hash))
         routes[stream] = StreamOut(component, stream, sspec.fields, sspec.direct, groupers,
                                    frozenset(direct_tasks))
     return routes

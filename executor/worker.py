@@ -184,7 +184,8 @@ class Worker:
                 continue
             objs[t] = self._copy_component(comp, p.kind)
             routes[t] = build_routes(self.topology, self.layout, comp, t, self.local_tasks, contexts[t],
-                                     copy.deepcopy, Locality.from_conf(p.conf, self._task_load))
+                                     copy.deepcopy, Locality.from_conf(p.conf, self._task_load),
+                                     p.conf.get("topology.fields.grouping.hash", "mixed").lower() != "crc32")
         wiring = ExecutorWiring(
             storm_id=self.storm_id, component_id=comp, task_ids=list(p.tasks), objs=objs, contexts=contexts,
             routes=routes, conf=dict(p.conf), queue=q, slot_queues=slot_queues, task_slot=task_slot,

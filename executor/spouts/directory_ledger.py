@@ -10,6 +10,8 @@ import zlib
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from executor.grouping import mix32
+
 MARKER_SUFFIX = ".done"
 RECORD_VERSION = 1
 
@@ -25,14 +27,8 @@ class LineId(NamedTuple):
 
 def stable_hash(name: str) -> int:
     """The same number in every process and run (Python's hash() of a str is salted per process):
-    CRC-32 of the name through MurmurHash3's finalizer. CRC-32 alone is linear, so names that
-    differ in a digit (part-0, part-1, ...) can all land on one task modulo a small count."""
-    h = zlib.crc32(name.encode("utf-8", "surrogateescape"))
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    return h ^ (h >> 16)
+    CRC-32 of the name through MurmurHash3's finalizer (executor/grouping.py says why)."""
+    return mix32(zlib.crc32(name.encode("utf-8", "surrogateescape")))
 
 
 def owner_index(name: str, num_tasks: int) -> int:

@@ -22,6 +22,7 @@ from executor.grouping import (
     PartialKeyGrouper,
     ShuffleGrouper,
     hash_values,
+    mix32,
     split_tasks,
     stable_hash,
 )
@@ -238,7 +239,54 @@ def test_fields_grouping_multiple_fields():
     tasks = {g.choose([a, 0, c])[0] for a in range(30) for c in ("x", "y", "z")}
     assert len(tasks) >= 6
     # and the pair is hashed as a list of its values
-    assert g.choose([3, 0, "x"]) == [sorted(range(1, 9))[hash_values([3, "x"]) % 8]]
+    assert g.choose([3, 0, "x"]) == [sorted(range(1, 9))[mix32(hash_values([3, "x"])) % 8]]
+
+
+def test_mix32_makes_every_output_bit_depend_on_every_input_bit():
+    # Flipping input bit i flips output bit j for about half of the inputs, for every (i, j): the
+    # property CRC-32 lacks (it is linear: a flipped input bit flips a fixed set of output bits).
+    rng = random.Random(7)
+    samples = [rng.getrandbits(32) for _ in range(400)]
+    for i in range(32):
+        flips = [0] * 32
+        for h in samples:
+            d = mix32(h) ^ mix32(h ^ (1 << i))
+            for j in range(32):
+                flips[j] += d >> j & 1
+        assert all(0.3 < f / len(samples) < 0.7 for f in flips), (i, flips)
+    assert sorted({mix32(h) for h in range(1 << 12)}) != list(range(1 << 12))  # not the identity
+    assert len({mix32(h) for h in range(1 << 12)}) == 1 << 12                   # a bijection
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_fields_grouping_spreads_numbered_keys_evenly(n):
+    # x-0..x-99: each task's share within a few percent of 1/n (100 keys hashed at random stray by
+    # about 3 points; plain CRC-32 put 42 of them on one of 3 tasks).
+    g = FieldsGrouper(list(range(n)), Fields(["k"]), Fields(["k"]))
+    per_task = Counter(g.choose([f"x-{i}"])[0] for i in range(100))
+    assert set(per_task) == set(range(n))
+    assert all(abs(c / 100 - 1 / n) <= 0.06 for c in per_task.values()), sorted(per_task.values())
+
+
+@pytest.mark.parametrize("prefix", ["part-", "sensor-", "user"])
+def test_fields_grouping_spreads_a_few_numbered_keys(prefix):
+    # The defect CRC-32 alone had: these four keys all went to one of 2 tasks and to 2 of 4.
+    keys = [f"{prefix}{i}" for i in range(4)]
+    for n, at_least in ((2, 2), (4, 3)):
+        g = FieldsGrouper(list(range(n)), Fields(["k"]), Fields(["k"]))
+        assert len({g.choose([k])[0] for k in keys}) >= at_least, (prefix, n)
+    old = FieldsGrouper([0, 1], Fields(["k"]), Fields(["k"]), mixed=False)
+    assert len({old.choose([k])[0] for k in keys}) == 1  # the hash kept for older state, as it was
+
+
+def test_fields_grouping_mixes_every_kind_of_key():
+    # ints, bytes and multi-field keys go through the same finaliser as strings
+    stream = Fields(["k", "v"])
+    for key_fields, values in ((["k"], lambda i: [i, 0]), (["k"], lambda i: [f"b{i}".encode(), 0]),
+                               (["k", "v"], lambda i: ["x", i])):
+        g = FieldsGrouper(list(range(4)), stream, Fields(key_fields))
+        per_task = Counter(g.choose(values(i))[0] for i in range(400))
+        assert set(per_task) == set(range(4)) and min(per_task.values()) >= 70, (key_fields, per_task)
 
 
 def test_fields_grouping_accepts_plain_lists():
@@ -368,3 +416,20 @@ def test_split_tasks_edge_cases():
     assert split_tasks([], 3) == []
     assert split_tasks([1, 2, 3], 1) == [(1, 3)]
     assert split_tasks([4], 0) == [(4, 4)]  # at least one executor
+
+
+def test_topology_fields_grouping_hash_crc32_keeps_the_older_choice():
+    from cluster_state.config import ConfigError, validate_config
+    from executor.routing import _make_grouper
+    from executor.structure import Grouping
+
+    def grouper(mixed):
+        return _make_grouper(Grouping("fields", Fields(["k"])), [0, 1], Fields(["k"]), 9, set(), None, "c", "s",
+                             mixed_fields_hash=mixed)
+
+    keys = [[f"part-{i}"] for i in range(4)]
+    assert {grouper(False).choose(k)[0] for k in keys} == {1}  # plain CRC-32, as earlier storm-py chose
+    assert {grouper(True).choose(k)[0] for k in keys} == {0, 1}
+    validate_config({"topology.fields.grouping.hash": "crc32"}, "test")
+    with pytest.raises(ConfigError, match="topology.fields.grouping.hash"):
+        validate_config({"topology.fields.grouping.hash": "md5"}, "test")

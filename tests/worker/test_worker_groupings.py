@@ -180,7 +180,7 @@ def test_every_grouping_routes_as_specified_across_two_worker_processes(rig, tmp
     # fields: each key at exactly one task, the one the stable hash names.
     targets = sorted(tasks["fields"])
     for t, vs in got["fields"].items():
-        assert all(targets[crc32(v[0].encode()) % len(targets)] == t for _s, v in vs)
+        assert all(targets[mix32(crc32(v[0].encode())) % len(targets)] == t for _s, v in vs)
     # all: every task got every tuple.
     assert all(values("all", t) == sent for t in tasks["all"])
     # global: the lowest task got everything.
