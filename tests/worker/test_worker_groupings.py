@@ -12,6 +12,8 @@ import pytest
 from testutil import wait_until
 from worker_helpers import Rig, free_ports, read_json_files, write_topology
 
+from executor.grouping import mix32
+
 pytestmark = [pytest.mark.timeout(150), pytest.mark.zk, pytest.mark.cluster]
 
 COMPONENTS = textwrap.dedent('''
