@@ -20,22 +20,13 @@ from redis_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
 
-# Zookeeper- and Spark-using tests carry their marker even when their module forgot it, so
-# that -m "not zk and not spark ..." never starts a JVM.
-_FIXTURE_MARKERS = {"zk_server": "zk", "zk_conf": "zk", "zk_admin": "zk", "zk_server_factory": "zk",
-                    "spark": "spark"}
+# Markers follow cost: heavy fixtures mark their tests, and the fast tier starts no process
+# (tests/suite_rules.py).
+pytest_plugins = ["suite_rules"]
 
 # How long a test's threads and child processes may take to finish once the test returned
 # (a poll: a clean test pays nothing).
 _LEAK_GRACE_SECS = 10.0
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for fixture in getattr(item, "fixturenames", ()):
-            marker = _FIXTURE_MARKERS.get(fixture)
-            if marker and not item.get_closest_marker(marker):
-                item.add_marker(marker)
 
 
 def _children() -> dict[int, psutil.Process]:

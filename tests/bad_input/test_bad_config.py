@@ -10,7 +10,7 @@ import pytest
 from testutil import one_error_line
 from testutil import storm_py as _storm_py
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster]  # the CLI as a process
 
 
 def storm_py(*args, cwd=None, env_extra=None, timeout=30):

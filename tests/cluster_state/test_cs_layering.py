@@ -22,6 +22,7 @@ def imported_after(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.cluster  # starts a process
 def test_package_import_pulls_in_neither_kazoo_nor_upper_layers():
     modules = imported_after(
         "import cluster_state, cluster_state.local_state, cluster_state.codec, cluster_state.watchbook,"
@@ -29,6 +30,7 @@ def test_package_import_pulls_in_neither_kazoo_nor_upper_layers():
     assert not modules & {"kazoo", "executor", "daemons", "zmq"}
 
 
+@pytest.mark.cluster  # starts a process
 def test_zookeeper_client_imports_no_upper_layers():
     modules = imported_after("import cluster_state.zk")
     assert "kazoo" in modules

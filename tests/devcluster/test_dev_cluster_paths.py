@@ -66,6 +66,7 @@ def test_a_found_example_is_suggested_as_is(tmp_path):
         f"  storm-py jar submit {topology} --name demo --conf-dir {tmp_path}"]
 
 
+@pytest.mark.cluster  # starts a process
 def test_the_banners_suggestion_exists_for_the_storm_py_on_this_path(tmp_path):
     # What the banner would print for the storm-py the tests run (a checkout on PYTHONPATH),
     # from a directory that is no checkout.
@@ -89,6 +90,7 @@ def _dev_dir(base, mtime, pid=None):
     return (base / "conf").resolve()
 
 
+@pytest.mark.cluster  # starts a process
 def test_dev_clusters_are_found_where_dev_cluster_puts_them_running_ones_first(tmp_path):
     temp, cwd = tmp_path / "tmp", tmp_path / "work"
     temp.mkdir()

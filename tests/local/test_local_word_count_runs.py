@@ -92,7 +92,7 @@ def sentences_of(seed: int) -> Counter:
     return out
 
 
-@pytest.mark.parametrize("provider", ["memory", "redis"])
+@pytest.mark.parametrize("provider", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def test_totals_add_up_across_a_kill_and_a_new_submission_under_the_same_name(provider, request):
     conf = {"topology.max.spout.pending": 200, "topology.message.timeout.secs": 30,
             "topology.state.checkpoint.interval.ms": 200}

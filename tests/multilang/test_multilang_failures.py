@@ -11,7 +11,7 @@ from testutil import wait_until as poll
 from daemons.local import LocalCluster
 from executor.api import ShellBolt, ShellSpout, TopologyBuilder
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.cluster]  # subprocess components
 
 VALUES = [f"v{i}" for i in range(30)] + ["trigger"] + [f"v{i}" for i in range(30, 60)]
 

@@ -14,7 +14,7 @@ from testutil import wait_until as poll
 from daemons.local import LocalCluster
 from executor.api import ShellBolt, TopologyBuilder
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.cluster]  # subprocess components
 
 # Values large enough that a few of them fill the subprocess's stdin pipe while it holds.
 BIG = ["trigger"] + [f"{i}:" + "x" * 8000 for i in range(60)]

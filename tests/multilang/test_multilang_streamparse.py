@@ -16,7 +16,7 @@ import psutil
 import pytest
 from testutil import CLI_ENV, ROOT
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.cluster]  # subprocess components
 
 # What a user adds to the project to see the counts: a streamparse bolt (src/) recording what
 # WordCountBolt emits, and a topology reusing the quickstart's components.

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.cluster  # starts a process
 def test_importing_the_api_the_cli_or_the_sink_module_does_not_import_pyspark():
     code = ("import sys, executor.api, daemons.local, daemons.cli, executor.sinks.spark; "
             "print('pyspark' in sys.modules)")
@@ -474,6 +475,7 @@ def test_batch_ids_are_unique_and_sort_by_time():
     assert "/" not in later and "=" not in later and "T" in later.split("-")[0]
 
 
+@pytest.mark.cluster  # starts a process
 def test_clean_staging_removes_leftovers_of_killed_writers_only(tmp_path):
     table = tmp_path / "t"
     live = writer_process(table, "t1-live")

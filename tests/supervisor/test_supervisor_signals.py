@@ -20,7 +20,7 @@ from cluster_state.records import LocalAssignment
 from daemons.supervisor.launcher import signal_worker
 from daemons.supervisor.worker_state import WorkerRecord
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster]  # real processes
 
 # A "worker" that starts a child in its group; each notes a SIGTERM in a file and goes on.
 WORKER = """

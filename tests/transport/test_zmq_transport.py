@@ -210,6 +210,7 @@ class _Child:
         self.proc.stdout.close()
 
 
+@pytest.mark.cluster  # starts a process
 def test_receiver_killed_and_restarted_on_the_same_port_is_reached_by_the_same_sender(transport):
     child = _Child(0)
     addr = (HOST, child.port)

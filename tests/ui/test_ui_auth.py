@@ -354,6 +354,7 @@ class _NoNimbus:
         raise UnreachableError("no Nimbus in this test")
 
 
+@pytest.mark.cluster  # starts a process
 def test_the_ui_daemon_refuses_and_logs_the_client(tmp_path):
     """`storm-py ui` as its own process: reads need the secret; its log names who was refused."""
     conf_dir = tmp_path / "conf"

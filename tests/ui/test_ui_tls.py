@@ -57,6 +57,7 @@ def _get(url: str, ctx: ssl.SSLContext | None, token: str | None = None):
         return exc.code, dict(exc.headers), exc.read().decode()
 
 
+@pytest.mark.cluster  # openssl makes the certificate
 def test_the_ui_answers_over_https_only_when_asked(certificate):
     conf = {"ui.host": "127.0.0.1", "ui.port": 0, "nimbus.authentication.secret": SECRET, "ui.https.port": 0,
             "ui.https.keystore.path": str(certificate / "keystore.pem"), "ui.disable.http.binding": True}
@@ -88,6 +89,7 @@ def test_the_ui_answers_over_https_only_when_asked(certificate):
         ui.stop()
 
 
+@pytest.mark.cluster  # openssl makes the certificate
 def test_the_logviewer_serves_both_and_an_encrypted_key_needs_its_password(certificate, tmp_path):
     conf = {"storm.log.dir": str(tmp_path / "logs"), "logviewer.host": "127.0.0.1", "logviewer.port": 0,
             "logviewer.https.port": 0, "logviewer.https.cert.path": str(certificate / "cert.pem"),

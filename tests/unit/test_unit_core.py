@@ -35,12 +35,14 @@ def _core_of(env: dict) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.cluster  # starts a process
 def test_storm_py_pure_forces_the_twin():
     st_ = _core_of(_env(pure=True))
     assert st_["core"] == "pure" and "STORM_PY_PURE=1" in st_["reason"], st_
     assert set(st_["modules"].values()) == {"pure"}
 
 
+@pytest.mark.cluster  # starts a process
 def test_the_install_built_the_compiled_core():
     # CI installs with gcc and the Python headers present: a core that did not build is a bug
     # there (elsewhere it is the documented fallback, and `storm-py version` says so).
@@ -50,6 +52,7 @@ def test_the_install_built_the_compiled_core():
     assert st_["core"] == "compiled", st_
 
 
+@pytest.mark.cluster  # starts a process
 def test_storm_py_version_names_the_core():
     out = subprocess.run([sys.executable, "-m", "daemons.cli", "version"], env=_env(pure=True),
                          capture_output=True, text=True, timeout=60)
@@ -111,6 +114,7 @@ SCENARIOS = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.cluster  # each core runs in a process of its own
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=SCENARIOS)
 def test_both_cores_route_batch_and_ack_identically(twins, scenario):

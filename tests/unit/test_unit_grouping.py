@@ -336,6 +336,7 @@ def _compute_in_subprocess(seed: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.cluster  # starts a process
 def test_fields_grouping_is_identical_across_processes_with_different_hash_seeds():
     ns: dict = {}
     exec(_CONSISTENCY_CODE, ns)

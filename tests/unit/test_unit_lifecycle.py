@@ -258,6 +258,7 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.cluster  # a daemon process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_cleanly_with_exit_zero(tmp_path, signum):
     script = tmp_path / "svc.py"

@@ -190,6 +190,7 @@ def _exits_3(storm_id, supervisor_id, port, worker_id, conf_file):
     return [sys.executable, "-c", "import sys; print('ValueError: printed by the worker'); sys.exit(3)"]
 
 
+@pytest.mark.cluster  # starts a process
 def test_process_launcher_remembers_the_reaped_exit_status_until_forget(tmp_path):
     conf = {"storm.local.dir": str(tmp_path)}
     pl = ProcessLauncher(conf, _exits_3)
