@@ -1,5 +1,9 @@
 """Bad CLI input and the `storm-py local` run loop: one `error:` line naming the culprit, a
-non-zero exit, no traceback; tiny topologies in tmp_path (no Spark, no ZooKeeper)."""
+non-zero exit, no traceback; tiny topologies in tmp_path (no Spark, no ZooKeeper).
+
+Parsing and usage errors run the CLI in this process (tests/cli_inprocess.py); what runs user
+code or a topology, talks to a Nimbus, or is about the process itself (its exit code, a signal)
+runs it as a process, as do one `-h` and `version` (the entry point as a user starts it)."""
 
 from __future__ import annotations
 
@@ -12,12 +16,15 @@ import textwrap
 
 import click
 import pytest
+from cli_inprocess import storm_py as storm_py_here
 from testutil import CLI_ENV, error_lines, one_error_line
 from testutil import storm_py as _storm_py
 
 from daemons.cli import main as cli_main
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.cluster]
+pytestmark = pytest.mark.timeout(90)
+# The tests below that start the CLI as a process.
+process = pytest.mark.cluster
 
 
 def _env():
@@ -42,13 +49,21 @@ def _command_paths(group: click.Group, prefix=()):
 
 @pytest.mark.parametrize("path", list(_command_paths(cli_main)), ids=lambda p: " ".join(p) or "storm-py")
 def test_dash_h_works_on_every_command_and_group(path):
-    out = storm_py(*path, "-h")
+    out = storm_py_here(*path, "-h")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Usage: storm-py") and "-h, --help" in out.stdout
 
 
-def test_version_command():
+@process
+def test_dash_h_and_version_of_the_cli_as_a_process():
+    out = storm_py("-h")
+    assert out.returncode == 0 and out.stdout.startswith("Usage: storm-py") and "-h, --help" in out.stdout
     out = storm_py("version")
+    assert out.returncode == 0 and out.stdout.startswith("storm-py ")
+
+
+def test_version_command():
+    out = storm_py_here("version")
     assert out.returncode == 0 and out.stdout.startswith("storm-py ")
 
 
@@ -56,33 +71,38 @@ def test_version_command():
 
 
 def test_unknown_command():
+    one_error_line(storm_py_here("frobnicate"), "frobnicate", code=2)
+
+
+@process
+def test_a_usage_error_of_the_cli_as_a_process_exits_2_with_one_line():
     one_error_line(storm_py("frobnicate"), "frobnicate", code=2)
 
 
 def test_missing_argument():
-    one_error_line(storm_py("local"), "FILE", code=2)
+    one_error_line(storm_py_here("local"), "FILE", code=2)
 
 
 def test_unknown_option():
-    one_error_line(storm_py("local", "x.py", "--nope"), "--nope", code=2)
+    one_error_line(storm_py_here("local", "x.py", "--nope"), "--nope", code=2)
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "-inf", "soon", "0.0"])
-def test_bad_duration(value, tmp_path):
-    one_error_line(storm_py("local", "whatever.py", "--duration", value, cwd=tmp_path), "--duration", value, code=2)
+def test_bad_duration(value):
+    one_error_line(storm_py_here("local", "whatever.py", "--duration", value), "--duration", value, code=2)
 
 
 def test_jar_submit_of_a_directory_says_what_it_takes(tmp_path):
     (tmp_path / "topology.py").write_text("")
-    line = one_error_line(storm_py("jar", "submit", str(tmp_path)), str(tmp_path), code=2)
+    line = one_error_line(storm_py_here("jar", "submit", str(tmp_path)), str(tmp_path), code=2)
     assert "the topology .py file in it (here: topology.py) or a package .zip" in line
 
 
 @pytest.mark.parametrize("command", ["kill", "rebalance"])
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "-inf", "1e9", "soon"])
-def test_bad_wait(command, value, tmp_path):
+def test_bad_wait(command, value):
     # refused before Nimbus is asked: a wait that never ends held Nimbus's timer for every topology
-    one_error_line(storm_py(command, "wc", "-w", value, cwd=tmp_path), "--wait", code=2)
+    one_error_line(storm_py_here(command, "wc", "-w", value), "--wait", code=2)
 
 
 def test_nimbus_refuses_waits_that_never_end():
@@ -128,6 +148,7 @@ def _unreachable(*args, tmp_path, env_extra):
                           code=1)
 
 
+@process
 def test_no_nimbus_and_no_conf_names_the_conf_used_and_the_running_dev_cluster(tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -150,6 +171,7 @@ def test_no_nimbus_and_no_conf_names_the_conf_used_and_the_running_dev_cluster(t
             f"(or export STORM_CONF_DIR={conf_dir.resolve()})") in line
 
 
+@process
 def test_no_nimbus_with_a_conf_dir_names_its_storm_yaml_and_a_stopped_dev_cluster(tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -164,6 +186,7 @@ def test_no_nimbus_with_a_conf_dir_names_its_storm_yaml_and_a_stopped_dev_cluste
     assert f"no dev cluster runs (the latest one's conf dir, {conf_dir.resolve()}, is used with --conf-dir" in line
 
 
+@process
 def test_no_nimbus_with_an_empty_storm_conf_dir_says_it_has_no_storm_yaml(tmp_path):
     (tmp_path / "tmp").mkdir()
     (tmp_path / "etc").mkdir()
@@ -183,29 +206,33 @@ def _file(tmp_path, text, name="topo.py"):
 
 
 def test_missing_file(tmp_path):
-    one_error_line(storm_py("local", str(tmp_path / "nope.py"), cwd=tmp_path), str(tmp_path / "nope.py"))
+    one_error_line(storm_py_here("local", str(tmp_path / "nope.py")), str(tmp_path / "nope.py"))
 
 
 def test_directory_instead_of_file(tmp_path):
-    one_error_line(storm_py("local", str(tmp_path), cwd=tmp_path), str(tmp_path), "not a file")
+    one_error_line(storm_py_here("local", str(tmp_path)), str(tmp_path), "not a file")
 
 
+@process
 def test_file_calling_sys_exit(tmp_path):
     f = _file(tmp_path, "import sys\nsys.exit(3)\n")
     one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit(3)")
 
 
+@process
 def test_file_calling_sys_exit_zero(tmp_path):
     f = _file(tmp_path, "raise SystemExit\n")
     one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "sys.exit")
 
 
+@process
 def test_file_raising_names_file_exception_and_line(tmp_path):
     f = _file(tmp_path, "x = 1\n\nraise ValueError('bad setting in user code')\n")
     one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "ValueError",
               "bad setting in user code", f"{f}:3")
 
 
+@process
 def test_file_raising_in_a_sibling_module_names_the_sibling_line(tmp_path):
     _file(tmp_path, "def boom():\n    return 1 / 0\n", name="helpers.py")
     f = _file(tmp_path, "from helpers import boom\nboom()\n")
@@ -213,16 +240,19 @@ def test_file_raising_in_a_sibling_module_names_the_sibling_line(tmp_path):
               f"{tmp_path / 'helpers.py'}:2")
 
 
+@process
 def test_file_with_syntax_error(tmp_path):
     f = _file(tmp_path, "def broken(:\n")
     one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "SyntaxError")
 
 
+@process
 def test_file_importing_a_missing_module(tmp_path):
     f = _file(tmp_path, "import no_such_module_here\n")
     one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), str(f), "no_such_module_here")
 
 
+@process
 @pytest.mark.parametrize("text,names", [
     ("x = 1\n", ["defines no module attribute 'topology'"]),
     ("topology = 5\n", ["'topology' is a int"]),
@@ -287,6 +317,7 @@ def _status_lines(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if line.startswith("[") and "acked" in line]
 
 
+@process
 def test_status_line_about_once_a_second(tmp_path):
     f = _counting(tmp_path)
     out = storm_py("local", str(f), "--duration", "3.5", cwd=tmp_path)
@@ -295,6 +326,7 @@ def test_status_line_about_once_a_second(tmp_path):
     assert "summary:" in out.stdout
 
 
+@process
 def test_c_overrides_the_topology_files_config(tmp_path):
     f = _counting(tmp_path)
     seen = tmp_path / "seen.json"
@@ -304,6 +336,7 @@ def test_c_overrides_the_topology_files_config(tmp_path):
     assert json.loads(seen.read_text()) == {"pending": 7}
 
 
+@process
 def test_sigterm_ends_the_run_like_ctrl_c(tmp_path):
     f = _counting(tmp_path)
     marker = tmp_path / "cleaned"
@@ -325,6 +358,7 @@ def test_sigterm_ends_the_run_like_ctrl_c(tmp_path):
     assert marker.exists()  # the bolt's cleanup ran: a clean stop, not an abrupt exit
 
 
+@process
 def test_reported_errors_without_a_death_exit_non_zero_once(tmp_path):
     f = _counting(tmp_path, report='self.c.report_error(ValueError("odd input " + "seen"))')
     out = storm_py("local", str(f), "--duration", "2", cwd=tmp_path)
@@ -334,6 +368,7 @@ def test_reported_errors_without_a_death_exit_non_zero_once(tmp_path):
     assert "times" in line  # reported many times, printed once
 
 
+@process
 def test_a_dying_component_is_reported_once_with_the_user_line(tmp_path):
     f = _counting(tmp_path, report='raise RuntimeError("kaboom")')
     out = storm_py("local", str(f), "--duration", "30", cwd=tmp_path)
@@ -405,6 +440,7 @@ topology = builder.create_topology()
 '''
 
 
+@process
 def test_a_component_that_cannot_be_copied_is_refused_at_build_naming_it(tmp_path):
     # it used to be submitted, then every worker crash-looped copying it per task
     (tmp_path / "t").mkdir()
@@ -414,6 +450,7 @@ def test_a_component_that_cannot_be_copied_is_refused_at_build_naming_it(tmp_pat
     assert not (tmp_path / "out.zip").exists()
 
 
+@process
 def test_build_names_the_third_party_modules_a_topology_imports(tmp_path):
     # installed where it is submitted, maybe not where workers run: said at submit
     lib = tmp_path / "lib"

@@ -1,20 +1,19 @@
 """Bad config through the CLI: every malformed value is one `error:` line naming the key, the
 value and where it came from (-c, storm.yaml, $STORM_CONF_DIR, the topology file); no Spark, no
-ZooKeeper (`localconfvalue` loads the config and nothing else)."""
+ZooKeeper (`localconfvalue` loads the config and nothing else, so it runs in this process:
+tests/cli_inprocess.py). A topology file's config is read by `storm-py local`, which imports the
+user's file: those run the CLI as a process."""
 
 from __future__ import annotations
 
 import textwrap
 
 import pytest
+from cli_inprocess import storm_py
 from testutil import one_error_line
-from testutil import storm_py as _storm_py
+from testutil import storm_py as storm_py_process
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.cluster]  # the CLI as a process
-
-
-def storm_py(*args, cwd=None, env_extra=None, timeout=30):
-    return _storm_py(*args, cwd=cwd, env_extra=env_extra, timeout=timeout)
+pytestmark = pytest.mark.timeout(60)
 
 
 OUT_OF_RANGE = [
@@ -170,6 +169,7 @@ TOPOLOGY = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.cluster  # the CLI as a process: it imports the topology file
 @pytest.mark.parametrize("conf,key", [
     ({"topology.max.spout.pending": -5}, "topology.max.spout.pending"),
     ({"topology.message.timeout.secs": 0}, "topology.message.timeout.secs"),
@@ -181,19 +181,22 @@ TOPOLOGY = textwrap.dedent('''
 def test_refused_value_in_the_topology_files_config_names_the_file(tmp_path, conf, key):
     f = tmp_path / "topo.py"
     f.write_text(TOPOLOGY.replace("CONFIG", repr(conf)))
-    one_error_line(storm_py("local", str(f), "--duration", "5", cwd=tmp_path), key, "topology file", str(f))
+    one_error_line(storm_py_process("local", str(f), "--duration", "5", cwd=tmp_path, timeout=30),
+                   key, "topology file", str(f))
 
 
+@pytest.mark.cluster  # the CLI as a process: it imports the topology file
 def test_refused_c_value_wins_over_a_valid_topology_config(tmp_path):
     f = tmp_path / "topo.py"
     f.write_text(TOPOLOGY.replace("CONFIG", repr({"topology.max.spout.pending": 5})))
-    one_error_line(storm_py("local", str(f), "--duration", "5", "-c", "topology.max.spout.pending=-1", cwd=tmp_path),
-              "topology.max.spout.pending", "-c")
+    one_error_line(storm_py_process("local", str(f), "--duration", "5", "-c", "topology.max.spout.pending=-1",
+                                    cwd=tmp_path, timeout=30),
+                   "topology.max.spout.pending", "-c")
 
 
 def test_a_typo_in_storm_s_namespace_is_one_warning_line_and_a_user_s_own_key_is_silent(tmp_path):
     (tmp_path / "storm.yaml").write_text("wordcount.table: /data/counts\n")
-    out = _storm_py("localconfvalue", "topology.workers", "-c", "topology.wokers=2", "-c", "mlledger.dir=/x",
-                    conf_dir=tmp_path, check=0)
+    out = storm_py("localconfvalue", "topology.workers", "-c", "topology.wokers=2", "-c", "mlledger.dir=/x",
+                   conf_dir=tmp_path, check=0)
     assert out.stderr.splitlines() == [
         "warning: -c: unknown config key 'topology.wokers' (kept, but storm-py does not read it; a typo?)"]
