@@ -28,7 +28,7 @@ FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "spark": ("spark",),
     "redis_server": ("redis",), "redis_server_factory": ("redis",),
     "shared_dev_cluster": ("zk", "cluster"), "secured_dev_cluster": ("zk", "cluster"),
-    "dev_cluster": ("zk", "cluster"),
+    "shared_dev_clusters": ("zk", "cluster"),
 }
 # Markers that imply `cluster`: their tests start a server or a browser.
 IMPLY_CLUSTER = ("redis", "browser")

@@ -20,7 +20,8 @@ if anything but /zookeeper is left at the root.
 
 When a test using these fails, the ZooKeeper log lines written during the test are added to
 its report. Helpers: `wait_until(predicate, timeout, message)` (poll with a deadline),
-`zk_conf_for(server, root)`, `expire_session(zk_cluster_state)`.
+`zk_conf_for(server, root)`, `expire_session(zk_cluster_state)`, `zookeeper_at(zk_conf)` (a DevCluster
+on the session's server under the test's chroot, instead of a ZooKeeper of its own).
 
 Set STORM_PY_SKIP_ZOOKEEPER=1 to skip (rather than fail) these tests where ZooKeeper is not
 installed; CI installs it (deploy/install-test-deps.sh).
@@ -52,6 +53,7 @@ __all__ = [
     "zk_conf_for",
     "zk_server",
     "zk_server_factory",
+    "zookeeper_at",
 ]
 
 from testutil import wait_until  # noqa: E402  (re-exported for the cluster-state tests)
@@ -201,6 +203,14 @@ def zk_server_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     yield start
     for server in reversed(servers):
         server.stop()
+
+
+def zookeeper_at(conf: dict[str, Any]):
+    """Where a DevCluster finds ZooKeeper when it runs on this test's (`zk_conf`): the session's
+    server, under the test's chroot, which zk_conf deletes at the end."""
+    from daemons.devcluster import ZooKeeperAt
+
+    return ZooKeeperAt(conf["storm.zookeeper.servers"][0], conf["storm.zookeeper.port"], conf["storm.zookeeper.root"])
 
 
 def expire_session(cluster_state: Any, timeout: float = 15.0) -> int:

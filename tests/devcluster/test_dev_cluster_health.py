@@ -11,7 +11,7 @@ import shutil
 import textwrap
 
 import pytest
-from devcluster_helpers import ROOT, running_dev_cluster, storm_py, submit
+from devcluster_helpers import ROOT, storm_py, submit
 from testutil import wait_until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
@@ -19,8 +19,6 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.zk, pytest.mark.cluster, pyt
 if shutil.which("java") is None:
     pytest.skip("dev-cluster needs Java and the Debian zookeeper package", allow_module_level=True)
 
-FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
-        "-c", "supervisor.heartbeat.frequency.secs=1", "-c", "task.heartbeat.frequency.secs=1"]
 COLUMNS = ("NAME", "ID", "STATUS", "TASKS", "WORKERS", "UPTIME", "RESTARTS")
 
 SPOUT = '''
@@ -64,7 +62,7 @@ def rows(conf_dir) -> dict[str, dict[str, str]]:
     return found
 
 
-def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_path):
+def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_path, shared_dev_cluster):
     raising = _topology(tmp_path, "raising", "", '''
         from executor.api import Bolt
 
@@ -116,50 +114,50 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
         ''')
     envdep.write_text(envdep.read_text().replace(
         'set_bolt("fragile", Fragile(), 1)', 'set_bolt("fragile", Fragile(), int(os.environ.get("FRAGILES", "1")))'))
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "2", "--slots", "4", *FAST) as c:
-        submit(c.conf_dir, raising, "raising")
-        submit(c.conf_dir, silent, "silent")
-        out = storm_py("jar", "submit", str(missing), "--name", "missing", conf_dir=c.conf_dir,
-                       env_extra={"PYTHONPATH": os.pathsep.join((str(ROOT), str(lib)))}, timeout=120)
-        assert "submitted topology missing as " in out.stdout, out.stderr
+    c = shared_dev_cluster  # 2 supervisors with 4 slots each, daemon periods of a second
+    submit(c.conf_dir, raising, "raising")
+    submit(c.conf_dir, silent, "silent")
+    out = storm_py("jar", "submit", str(missing), "--name", "missing", conf_dir=c.conf_dir,
+                   env_extra={"PYTHONPATH": os.pathsep.join((str(ROOT), str(lib)))}, timeout=120)
+    assert "submitted topology missing as " in out.stdout, out.stderr
 
-        def failing(name, words):
-            # WORKERS counts live workers: 0 while it crash-loops (between its deaths)
-            row = rows(c.conf_dir).get(name)
-            return (row is not None and row["STATUS"] == "ACTIVE" and int(row["RESTARTS"]) >= 1
-                    and row["WORKERS"] == "0" and all(w in row["LAST ERROR"] for w in words) and row)
+    def failing(name, words):
+        # WORKERS counts live workers: 0 while it crash-loops (between its deaths)
+        row = rows(c.conf_dir).get(name)
+        return (row is not None and row["STATUS"] == "ACTIVE" and int(row["RESTARTS"]) >= 1
+                and row["WORKERS"] == "0" and all(w in row["LAST ERROR"] for w in words) and row)
 
-        row = wait_until(lambda: failing("raising", ["RuntimeError: the database at db.example:5432 refused"]),
-                         timeout=120, interval=1,
-                         message=lambda: f"list showing raising's restarts and its error: {rows(c.conf_dir)}")
-        assert re.search(r":\d+ \d+m\d+s ago: ", row["LAST ERROR"]), row
-        row = wait_until(lambda: failing("missing", ["module 'fancylib' is not installed"]),
-                         timeout=120, interval=1,
-                         message=lambda: f"list naming the module missing where workers run: {rows(c.conf_dir)}")
+    row = wait_until(lambda: failing("raising", ["RuntimeError: the database at db.example:5432 refused"]),
+                     timeout=120, interval=1,
+                     message=lambda: f"list showing raising's restarts and its error: {rows(c.conf_dir)}")
+    assert re.search(r":\d+ \d+m\d+s ago: ", row["LAST ERROR"]), row
+    row = wait_until(lambda: failing("missing", ["module 'fancylib' is not installed"]),
+                     timeout=120, interval=1,
+                     message=lambda: f"list naming the module missing where workers run: {rows(c.conf_dir)}")
 
-        out = storm_py("jar", "submit", str(envdep), "--name", "envdep", conf_dir=c.conf_dir,
-                       env_extra={"FRAGILES": "2"}, timeout=120)
-        assert "submitted topology envdep as " in out.stdout, out.stderr
-        row = wait_until(lambda: failing("envdep", ["refused to start: the topology differs from its package manifest "
-                                                    "in component(s) fragile"]),
-                         timeout=120, interval=1,
-                         message=lambda: f"list saying envdep's workers refuse its code: {rows(c.conf_dir)}")
+    out = storm_py("jar", "submit", str(envdep), "--name", "envdep", conf_dir=c.conf_dir,
+                   env_extra={"FRAGILES": "2"}, timeout=120)
+    assert "submitted topology envdep as " in out.stdout, out.stderr
+    row = wait_until(lambda: failing("envdep", ["refused to start: the topology differs from its package manifest "
+                                                "in component(s) fragile"]),
+                     timeout=120, interval=1,
+                     message=lambda: f"list saying envdep's workers refuse its code: {rows(c.conf_dir)}")
 
-        row = wait_until(lambda: failing("silent", ["workers keep dying (", "restarts in 5m), exit code 3: "]),
-                         timeout=120, interval=1,
-                         message=lambda: f"list saying silent's workers keep dying, with the exit code: {rows(c.conf_dir)}")
-        assert int(row["RESTARTS"]) >= 3, row
+    row = wait_until(lambda: failing("silent", ["workers keep dying (", "restarts in 5m), exit code 3: "]),
+                     timeout=120, interval=1,
+                     message=lambda: f"list saying silent's workers keep dying, with the exit code: {rows(c.conf_dir)}")
+    assert int(row["RESTARTS"]) >= 3, row
 
-        # the cluster goes on: a topology submitted now runs, its workers live, no error
-        storm_py("kill", "silent", "-w", "0", conf_dir=c.conf_dir)
-        storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
-        storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
-        storm_py("kill", "envdep", "-w", "0", conf_dir=c.conf_dir)
-        wait_until(lambda: not ({"raising", "missing", "silent", "envdep"} & set(rows(c.conf_dir))), timeout=60,
-                   interval=1,
-                   message="the failing topologies removed")
-        submit(c.conf_dir, ROOT / "examples" / "exclamation" / "topology.py", "fine")
-        row = wait_until(lambda: (r := rows(c.conf_dir).get("fine")) and r["WORKERS"] == "2" and r,
-                         timeout=120, interval=1, message="the next topology's 2 workers live")
-        assert row["RESTARTS"] == "0" and row["LAST ERROR"] == "-", row
-        storm_py("kill", "fine", "-w", "0", conf_dir=c.conf_dir)
+    # the cluster goes on: a topology submitted now runs, its workers live, no error
+    storm_py("kill", "silent", "-w", "0", conf_dir=c.conf_dir)
+    storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
+    storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
+    storm_py("kill", "envdep", "-w", "0", conf_dir=c.conf_dir)
+    wait_until(lambda: not ({"raising", "missing", "silent", "envdep"} & set(rows(c.conf_dir))), timeout=60,
+               interval=1,
+               message="the failing topologies removed")
+    submit(c.conf_dir, ROOT / "examples" / "exclamation" / "topology.py", "fine")
+    row = wait_until(lambda: (r := rows(c.conf_dir).get("fine")) and r["WORKERS"] == "2" and r,
+                     timeout=120, interval=1, message="the next topology's 2 workers live")
+    assert row["RESTARTS"] == "0" and row["LAST ERROR"] == "-", row
+    storm_py("kill", "fine", "-w", "0", conf_dir=c.conf_dir)

@@ -12,9 +12,10 @@ from unittest import mock
 
 import pytest
 from click.testing import CliRunner
-from devcluster_helpers import running_dev_cluster, storm_py
+from devcluster_helpers import storm_py
 from testutil import wait_until
 
+from cluster_state.config import default_config
 from daemons.cli_loglevel import set_log_level
 from daemons.cli_options import StormGroup
 from daemons.nimbus import handlers
@@ -38,8 +39,6 @@ pytestmark.append(pytest.mark.skipif(
     not _nimbus_serves_log_configs(),
     reason="Nimbus does not serve set_log_config yet (log_config_handlers not merged into make_handlers)"))
 
-FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
-        "-c", "supervisor.heartbeat.frequency.secs=1"]
 LOGGER = "loglevel_demo.bolts"
 
 COMPONENTS = textwrap.dedent('''
@@ -94,12 +93,6 @@ TOPOLOGY = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture
-def dev_cluster(tmp_path):
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", *FAST) as cluster:
-        yield cluster
-
-
 def _set_log_level(cluster, *args: str) -> str:
     group = StormGroup("storm-py")
     group.add_command(set_log_level)
@@ -129,15 +122,15 @@ class WorkerLog:
         assert "debug-line" not in self.text()[start:end], self.text()[offset:end]
 
 
-def test_set_log_level_sets_a_running_worker_s_logger_and_reverts_it(dev_cluster, tmp_path):
-    c = dev_cluster
+def test_set_log_level_sets_a_running_worker_s_logger_and_reverts_it(shared_dev_cluster, tmp_path):
+    c = shared_dev_cluster
     topo = tmp_path / "topo"
     topo.mkdir()
     (topo / "loglevel_demo_components.py").write_text(COMPONENTS)
     (topo / "topology.py").write_text(TOPOLOGY)
     out = storm_py("jar", "submit", str(topo / "topology.py"), "--name", "loglevels", conf_dir=c.conf_dir)
     storm_id = [ln for ln in out.stdout.splitlines() if ln.startswith("submitted topology")][0].rsplit(" ", 1)[1]
-    log = WorkerLog(c.base, storm_id)
+    log = WorkerLog(c.base_dir, storm_id)
     log.wait_for("info-line", timeout=120)
     assert "debug-line" not in log.text()
 
@@ -146,7 +139,7 @@ def test_set_log_level_sets_a_running_worker_s_logger_and_reverts_it(dev_cluster
     assert printed.strip() == f"topology loglevels: log level of {LOGGER} set to DEBUG for 3 s"
     at = log.wait_for(f"log level of {LOGGER} set to DEBUG (was NOTSET) until ")
     log.wait_for("debug-line", at)
-    with client_from_conf(c.conf()) as nimbus:
+    with client_from_conf({**default_config(), **c.conf}) as nimbus:
         entry = nimbus.call("get_log_config", name="loglevels")["namedLoggerLevels"][LOGGER]
     assert entry["target_level"] == "DEBUG" and entry["timeout"] == 3 and entry["timeout_epoch"] > 0
     reverted = log.wait_for(f"log level of {LOGGER} reset to NOTSET (timeout expired)", at)

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from devcluster_helpers import running_dev_cluster, storm_py
+from devcluster_helpers import storm_py
 from testutil import wait_until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
@@ -23,9 +23,6 @@ if shutil.which("java") is None:
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 from test_multilang_streamparse import CHECK_BOLT, CHECKED_TOPOLOGY  # noqa: E402
-
-FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
-        "-c", "supervisor.heartbeat.frequency.secs=1"]
 
 
 def counts(where: Path) -> dict[str, list[int]]:
@@ -40,7 +37,7 @@ def counts(where: Path) -> dict[str, list[int]]:
     return out
 
 
-def test_the_quickstart_project_on_a_dev_cluster(tmp_path):
+def test_the_quickstart_project_on_a_dev_cluster(tmp_path, shared_dev_cluster):
     where = tmp_path / "sparse"
     where.mkdir()
     sparse = Path(sys.executable).parent / "sparse"
@@ -53,15 +50,16 @@ def test_the_quickstart_project_on_a_dev_cluster(tmp_path):
     (project / "src" / "bolts" / "check.py").write_text(CHECK_BOLT)
     (project / "topologies" / "wordcount_checked.py").write_text(
         textwrap.dedent(CHECKED_TOPOLOGY.format(out=str(out_dir))))
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", *FAST) as cluster:
-        submitted = storm_py("jar", "submit", "topologies/wordcount_checked.py", "-c", "topology.workers=2",
-                             conf_dir=cluster.conf_dir, cwd=project, timeout=120)
-        assert "submitted topology wordcount_checked as " in submitted.stdout, submitted.stdout
-        wait_until(lambda: len(counts(out_dir)) == 4 and min(len(v) for v in counts(out_dir).values()) >= 300,
-                   timeout=120, message=lambda: f"counts from the topology: {dict((k, len(v)) for k, v in counts(out_dir).items())}")
-        storm_py("kill", "wordcount_checked", "-w", "0", conf_dir=cluster.conf_dir)
-        logs = sorted(cluster.base.rglob("workers-artifacts/*/*/worker.log"))
-        text = "\n".join(p.read_text(errors="replace") for p in logs)
+    cluster = shared_dev_cluster
+    submitted = storm_py("jar", "submit", "topologies/wordcount_checked.py", "-c", "topology.workers=2",
+                         conf_dir=cluster.conf_dir, cwd=project, timeout=120)
+    assert "submitted topology wordcount_checked as " in submitted.stdout, submitted.stdout
+    storm_id = next(ln for ln in submitted.stdout.splitlines() if ln.startswith("submitted topology")).rsplit(" ", 1)[1]
+    wait_until(lambda: len(counts(out_dir)) == 4 and min(len(v) for v in counts(out_dir).values()) >= 300,
+               timeout=120, message=lambda: f"counts from the topology: {dict((k, len(v)) for k, v in counts(out_dir).items())}")
+    storm_py("kill", "wordcount_checked", "-w", "0", conf_dir=cluster.conf_dir)
+    logs = sorted(cluster.base_dir.rglob(f"workers-artifacts/{storm_id}/*/worker.log"))
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
     for word, seen in counts(out_dir).items():
         step = 10 if word == "dog" else 1
         seen = sorted(seen)  # two check tasks' files; each word goes to one of them

@@ -1,6 +1,7 @@
 """Exactly-once results end to end from a real source: N numbered events in a Redis stream,
-read by RedisStreamSpout on `storm-py dev-cluster --redis` (2 workers) and stored by the Spark
-sink, summed exactly although every worker is SIGKILLed while events flow. The tuples in flight
+read by RedisStreamSpout on a dev cluster (the run's shared one: tests/shared_clusters.py; 2
+workers) from a Redis server of the test's own (as `storm-py dev-cluster --redis` offers one) and
+stored by the Spark sink, summed exactly although every worker is SIGKILLed while events flow. The tuples in flight
 at each kill are emitted again (at least once: the table's raw rows may hold them twice); the
 dedupe view on the entry id holds each event once, so its sum is exactly N(N+1)/2.
 
@@ -15,17 +16,13 @@ import sys
 
 import psutil
 import pytest
-from devcluster_helpers import ROOT, running_dev_cluster, storm_py, submit
+from devcluster_helpers import ROOT, storm_py, submit
 from testutil import wait_until
-
-from daemons.devcluster import worker_processes
 
 pytestmark = [pytest.mark.timeout(480), pytest.mark.zk, pytest.mark.cluster, pytest.mark.spark,
               pytest.mark.redis, pytest.mark.slow]
 
 EXAMPLE = ROOT / "examples" / "redis_events"
-FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
-        "-c", "supervisor.heartbeat.frequency.secs=1"]
 N = 20_000
 DEADLINE = 240
 
@@ -48,47 +45,47 @@ def _acked(client) -> int:
     return (g.get("entries-read") or 0) - g["pending"]
 
 
-def _worker_pids(cluster) -> list[int]:
-    return [pid for conf in cluster.supervisor_confs() for pid in worker_processes(conf)]
+def _worker_pids(cluster, storm_id: str) -> list[int]:
+    return sorted(cluster.worker_pids(storm_id).values())
 
 
-def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path):
-    if shutil.which("java") is None or shutil.which("redis-server") is None:
-        pytest.skip("needs Java, the Debian zookeeper package and redis-server")
+def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path, shared_dev_cluster, redis_server):
+    if shutil.which("java") is None:
+        pytest.skip("needs Java and the Debian zookeeper package")
     import redis as redis_py
 
     table = tmp_path / "table"
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", "--slots", "2", "--redis", *FAST) as c:
-        port = c.conf()["topology.state.provider.config"]["port"]
-        client = redis_py.Redis(host="127.0.0.1", port=port, socket_timeout=10, socket_connect_timeout=5)
-        try:
-            fed = _run(str(EXAMPLE / "feed.py"), "--port", str(port), "--events", str(N))
-            assert fed.returncode == 0 and f"their sum is {N * (N + 1) // 2}" in fed.stdout, fed
-            submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}",
-                   f"events.table={table}", "topology.message.timeout.secs=20",
-                   "topology.max.spout.pending=500")
-            # Kill every worker in turn, each time once events are being acked (stored).
-            for round_ in range(2):
-                floor = _acked(client)
-                wait_until(lambda f=floor: _acked(client) >= f + 1000, DEADLINE,
-                           lambda r=round_: f"progress before kill {r + 1} ({_group(client)})", interval=0.5)
-                pids = wait_until(lambda: _worker_pids(c) if len(_worker_pids(c)) == 2 else None, DEADLINE,
-                                  "two workers running", interval=0.5)
-                psutil.Process(pids[round_ % len(pids)]).kill()
-            wait_until(lambda: _acked(client) >= N, DEADLINE,
-                       lambda: f"every event stored and acked ({_group(client)})", interval=0.5)
-            last = client.xrevrange("events", count=1)[0][0]
-            assert _group(client)["last-delivered-id"] == last and _group(client)["pending"] == 0
-            storm_py("kill", "events", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
-        finally:
-            client.close()
+    c = shared_dev_cluster
+    port = redis_server.port
+    client = redis_py.Redis(host="127.0.0.1", port=port, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        fed = _run(str(EXAMPLE / "feed.py"), "--port", str(port), "--events", str(N))
+        assert fed.returncode == 0 and f"their sum is {N * (N + 1) // 2}" in fed.stdout, fed
+        storm_id = submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}",
+                          f"events.table={table}", "topology.message.timeout.secs=20",
+                          "topology.max.spout.pending=500")
+        # Kill every worker in turn, each time once events are being acked (stored).
+        for round_ in range(2):
+            floor = _acked(client)
+            wait_until(lambda f=floor: _acked(client) >= f + 1000, DEADLINE,
+                       lambda r=round_: f"progress before kill {r + 1} ({_group(client)})", interval=0.5)
+            pids = wait_until(lambda: p if len(p := _worker_pids(c, storm_id)) == 2 else None, DEADLINE,
+                              "two workers running", interval=0.5)
+            psutil.Process(pids[round_ % len(pids)]).kill()
+        wait_until(lambda: _acked(client) >= N, DEADLINE,
+                   lambda: f"every event stored and acked ({_group(client)})", interval=0.5)
+        last = client.xrevrange("events", count=1)[0][0]
+        assert _group(client)["last-delivered-id"] == last and _group(client)["pending"] == 0
+        storm_py("kill", "events", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+    finally:
+        client.close()
     out = _run(str(EXAMPLE / "check_sum.py"), str(table), "--events", str(N), timeout=300)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["exact"] and out.returncode == 0, result
     assert result["sum"] == N * (N + 1) // 2 and result["events"] == N and result["rows"] >= N, result
 
 
-def test_list_says_why_a_redis_stream_topology_reads_nothing(tmp_path):
+def test_list_says_why_a_redis_stream_topology_reads_nothing(tmp_path, shared_dev_cluster):
     """Redis not reachable where the topology says: one error naming host:port reaches
     `storm-py list`, the workers keep running (no crash loop), and events flow once it is up."""
     if shutil.which("java") is None or shutil.which("redis-server") is None:
@@ -101,29 +98,29 @@ def test_list_says_why_a_redis_stream_topology_reads_nothing(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     table = tmp_path / "table"
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", "--slots", "2", *FAST) as c:
-        submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}", f"events.table={table}",
-               "topology.workers=1")
-        where = f"127.0.0.1:{port}"
+    c = shared_dev_cluster
+    storm_id = submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}",
+                      f"events.table={table}", "topology.workers=1")
+    where = f"127.0.0.1:{port}"
 
-        def listed() -> str:
-            return storm_py("list", conf_dir=c.conf_dir).stdout
+    def listed() -> str:
+        return storm_py("list", conf_dir=c.conf_dir).stdout
 
-        out = wait_until(lambda: (lambda o: o if where in o and "unreachable" in o else None)(listed()), DEADLINE,
-                         lambda: f"list naming {where}: {listed()}", interval=1)
-        assert "Traceback" not in out, out
-        pids = _worker_pids(c)
-        server = RedisServer(tmp_path / "redis", port=port).start()
+    out = wait_until(lambda: (lambda o: o if where in o and "unreachable" in o else None)(listed()), DEADLINE,
+                     lambda: f"list naming {where}: {listed()}", interval=1)
+    assert "Traceback" not in out, out
+    pids = _worker_pids(c, storm_id)
+    server = RedisServer(tmp_path / "redis", port=port).start()
+    try:
+        fed = _run(str(EXAMPLE / "feed.py"), "--port", str(port), "--events", "100")
+        assert fed.returncode == 0, fed
+        client = server.client()
         try:
-            fed = _run(str(EXAMPLE / "feed.py"), "--port", str(port), "--events", "100")
-            assert fed.returncode == 0, fed
-            client = server.client()
-            try:
-                wait_until(lambda: _acked(client) >= 100, DEADLINE, lambda: f"events stored ({_group(client)})",
-                           interval=0.5)
-            finally:
-                client.close()
-            assert _worker_pids(c) == pids  # the same workers: the outage cost no restart
+            wait_until(lambda: _acked(client) >= 100, DEADLINE, lambda: f"events stored ({_group(client)})",
+                       interval=0.5)
         finally:
-            storm_py("kill", "events", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
-            server.stop()
+            client.close()
+        assert _worker_pids(c, storm_id) == pids  # the same workers: the outage cost no restart
+    finally:
+        storm_py("kill", "events", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+        server.stop()

@@ -1,6 +1,6 @@
-"""The web UI in a real headless Chromium, on a dev cluster (ZooKeeper, Nimbus, two supervisors
-with their logviewers, worker processes, the UI daemon) running the word count into its Spark
-table, secured with nimbus.authentication.secret: a page without login is the login form, logging in
+"""The web UI in a real headless Chromium, on a dev cluster (Nimbus, two supervisors with their
+logviewers, worker processes, the UI daemon: the run's shared secured one, tests/shared_clusters.py)
+running the word count into its Spark table, secured with nimbus.authentication.secret: a page without login is the login form, logging in
 through it shows the page (and an ended session sends the page back to it), each page loads with
 no console error, the tables show the topology's components with figures that grow without a reload, the graph has
 one node per component and stays readable with 30 components, deactivate/activate through the
@@ -12,7 +12,6 @@ pages are saved in the test's temporary dir."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -21,11 +20,10 @@ from urllib.parse import unquote
 import psutil
 import pytest
 import ui_http
-from devcluster_helpers import ROOT, processes_under, status_in_list, submit
+from devcluster_helpers import ROOT, status_in_list, submit
 from headless_chromium import chromium, console_errors, require_chromium, screenshot
+from shared_clusters import READONLY_SECRET, SECRET
 from testutil import wait_until
-
-from daemons.devcluster import DevCluster
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow,
               pytest.mark.spark, pytest.mark.browser]
@@ -38,10 +36,6 @@ from selenium.common.exceptions import StaleElementReferenceException  # noqa: E
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
-SECRET, READONLY_SECRET = "pages-test-secret", "pages-test-reader"
-CONF = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
-        "supervisor.heartbeat.frequency.secs": 1, "nimbus.thrift.timeout": 3,
-        "nimbus.authentication.secret": SECRET, "ui.readonly.secret": READONLY_SECRET}
 SESSION_COOKIE = "storm-py-ui-session"
 WORD_COUNT = ROOT / "examples" / "word_count" / "topology.py"
 THIRTY = ROOT / "tests" / "devcluster" / "topologies" / "thirty" / "topology.py"
@@ -58,13 +52,11 @@ def acked(base: str, storm_id: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    stack = contextlib.ExitStack()
-    base = tmp_path_factory.mktemp("pages") / "dev"
-    dev = DevCluster(base, supervisors=2, slots=2, user_conf=CONF)
+def cluster(shared_dev_clusters, tmp_path_factory):
+    """The shared secured cluster with this module's two topologies, killed at its end."""
+    dev = shared_dev_clusters.acquire("secured")
     try:
-        dev.start()
-        table = base.parent / "word-count-table"
+        table = tmp_path_factory.mktemp("pages") / "word-count-table"
         ids = {"wc": submit(dev.conf_dir, WORD_COUNT, "wc", f"wordcount.table={table}", "topology.workers=2"),
                "thirty": submit(dev.conf_dir, THIRTY, "thirty")}
         # The sink's Spark starts in a worker before the first sentence is acked.
@@ -72,10 +64,7 @@ def cluster(tmp_path_factory):
                    message="the word count's first acked sentences (as the UI reports them)")
         yield dev, ids
     finally:
-        dev.stop()
-        stack.close()
-        left = processes_under(base)
-        assert not left, f"processes left behind: {[p.pid for p in left]}"
+        shared_dev_clusters.release("secured")
 
 
 @pytest.fixture(scope="module")
@@ -318,7 +307,7 @@ def test_supervisor_page(cluster, browser):
     sup = next(s for s in get(dev.ui_url, "/api/v1/supervisor/summary")["supervisors"] if s["slotsUsed"])
     load(browser, f"{dev.ui_url}/supervisor.html?id={sup['id']}", "#slots tbody tr td")
     slots = cells(browser, "slots")
-    assert len(slots) == 2 and any(row[1] in ("wc", "thirty") for row in slots.values()), slots
+    assert len(slots) == dev.n_slots and any(row[1] in ("wc", "thirty") for row in slots.values()), slots
     assert cells(browser, "workers")
     assert_no_console_error(browser)
 
@@ -370,15 +359,11 @@ def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     assert_no_console_error(browser)
 
 
-def _worker_of(dev: DevCluster, storm_id: str) -> psutil.Process:
-    for proc in processes_under(dev.base_dir):
-        try:
-            cmd = proc.cmdline()
-        except psutil.Error:
-            continue
-        if "executor.worker_main" in cmd and storm_id in cmd:
-            return proc
-    raise AssertionError(f"no worker process of {storm_id}")
+def _worker_of(dev, storm_id: str) -> psutil.Process:
+    pids = dev.worker_pids(storm_id)
+    if not pids:
+        raise AssertionError(f"no worker process of {storm_id}")
+    return psutil.Process(min(pids.values()))
 
 
 def test_a_killed_workers_last_words_show_on_its_component_page(cluster, browser):

@@ -1,5 +1,5 @@
-"""`storm-py ui` on a real dev cluster (ZooKeeper, Nimbus, two supervisors, worker processes, the UI
-daemon), secured with nimbus.authentication.secret: every REST answer has the shape of Storm's
+"""`storm-py ui` on a real dev cluster (Nimbus, two supervisors, worker processes, the UI daemon:
+the run's shared secured one, tests/shared_clusters.py), secured with nimbus.authentication.secret: every REST answer has the shape of Storm's
 own UI fixtures, its figures move as the topologies run, the POST actions change the topology as
 the CLI does (and need the admin's bearer secret: a read-only one is refused), every read needs a
 bearer too (401 without), /metrics parses with prometheus-client, bad requests get 404/400 naming
@@ -8,29 +8,18 @@ while Nimbus is down and recovers when it returns."""
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 from typing import Any
 
 import pytest
 import ui_http
-from devcluster_helpers import ROOT, processes_under, status_in_list, storm_py, submit
+from devcluster_helpers import ROOT, status_in_list, storm_py, submit
 from prometheus_client.parser import text_string_to_metric_families
+from shared_clusters import READONLY_SECRET, SECRET
 from testutil import wait_until
 from ui_http import post
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape
 
-from daemons.devcluster import DevCluster
-
 pytestmark = [pytest.mark.timeout(420), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
-
-if shutil.which("java") is None:
-    pytest.skip("dev-cluster needs Java and the Debian zookeeper package", allow_module_level=True)
-
-SECRET, READONLY_SECRET = "ui-test-secret", "ui-test-reader"
-CONF = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
-        "supervisor.heartbeat.frequency.secs": 1, "nimbus.thrift.timeout": 3,
-        "nimbus.authentication.secret": SECRET, "ui.readonly.secret": READONLY_SECRET}
 EXCLAMATION = ROOT / "examples" / "exclamation" / "topology.py"
 STALLING = ROOT / "tests" / "devcluster" / "topologies" / "stalling" / "topology.py"
 
@@ -51,22 +40,17 @@ def spout_emitted(base: str, storm_id: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    stack = contextlib.ExitStack()
-    base = tmp_path_factory.mktemp("ui") / "dev"
-    dev = DevCluster(base, supervisors=2, slots=2, user_conf=CONF)
+def cluster(shared_dev_clusters):
+    """The shared secured cluster with this module's two topologies, killed at its end."""
+    dev = shared_dev_clusters.acquire("secured")
     try:
-        dev.start()
         ids = {"demo": submit(dev.conf_dir, EXCLAMATION, "demo"), "stuck": submit(dev.conf_dir, STALLING, "stuck")}
         for storm_id in ids.values():
             wait_until(lambda s=storm_id: spout_emitted(dev.ui_url, s) > 0, timeout=120, interval=1,
                        message=f"{storm_id}'s spouts to emit (as the UI reports them)")
         yield dev, ids
     finally:
-        dev.stop()
-        stack.close()
-        left = processes_under(base)
-        assert not left, f"processes left behind: {[p.pid for p in left]}"
+        shared_dev_clusters.release("secured")
 
 
 def test_every_endpoint_answers_with_storms_shapes(cluster):
@@ -186,7 +170,7 @@ def test_metrics_parse_and_hold_the_families(cluster):
     emitted = [s for s in families["storm_component_emitted"].samples
                if s.labels.get("topology") == "demo" and s.labels.get("component") == "word"]
     assert emitted and emitted[0].value > 0
-    assert sum(s.value for s in families["storm_supervisor_slots"].samples) == 4
+    assert sum(s.value for s in families["storm_supervisor_slots"].samples) == dev.n_supervisors * dev.n_slots
 
 
 def test_a_stalled_spout_is_explained_in_words(cluster):

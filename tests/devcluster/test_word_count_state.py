@@ -1,4 +1,6 @@
-"""The word count example as a user runs it on `storm-py dev-cluster --redis`: its counts live in
+"""The word count example on a dev cluster (the run's shared one: tests/shared_clusters.py) with
+the redis state provider, as a user runs it on `storm-py dev-cluster --redis` (whose defaults
+name the provider that tests/scenarios/test_state_on_cluster.py checks): its counts live in
 the count bolt's checkpointed Redis state, so a SIGKILLed worker and a rebalance neither reset
 them nor start a new run, and `top_words.py` (unchanged) reads totals that hold every sentence
 (at-least-once: none lost, a few counted twice at most).
@@ -8,18 +10,17 @@ run and top_words.py reported "cow" 540,774 instead of ~1.04M."""
 
 from __future__ import annotations
 
+import json
 import random
-import shutil
 import subprocess
 import sys
 from collections import Counter
 
 import psutil
 import pytest
-from devcluster_helpers import ROOT, running_dev_cluster, storm_py, submit
+from devcluster_helpers import ROOT, storm_py, submit
 from testutil import wait_until
 
-from daemons.devcluster import worker_processes
 from executor.state.codec import decode
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.zk, pytest.mark.cluster, pytest.mark.spark,
@@ -28,8 +29,6 @@ pytestmark = [pytest.mark.timeout(420), pytest.mark.zk, pytest.mark.cluster, pyt
 sys.path.insert(0, str(ROOT / "examples" / "word_count"))
 from word_count_components import SENTENCES  # noqa: E402
 
-FAST = ["-c", "nimbus.monitor.freq.secs=1", "-c", "supervisor.monitor.frequency.secs=1",
-        "-c", "supervisor.heartbeat.frequency.secs=1"]
 N, SEED, PENDING = 3000, 7, 300
 WORDS_PER_SENTENCE_MAX = max(len(s.split()) for s in SENTENCES)
 DEADLINE = 240  # faults and a relaunch on a machine whose speed drifts: generous
@@ -63,20 +62,6 @@ def committed(conf: dict, name: str) -> Counter:
         client.close()
 
 
-def worker_ports(cluster) -> dict[int, int]:
-    """port -> pid of the live workers."""
-    out = {}
-    for conf in cluster.supervisor_confs():
-        for pid, proc in worker_processes(conf).items():
-            try:
-                cmd = proc.cmdline()
-            except psutil.NoSuchProcess:
-                continue
-            if "--port" in cmd:
-                out[int(cmd[cmd.index("--port") + 1])] = pid
-    return out
-
-
 def components_by_port(conf_dir, name: str) -> dict[int, set[str]]:
     import yaml
 
@@ -104,54 +89,53 @@ def top_words(table, n: int) -> dict[str, int]:
     return {word: int(count) for count, word in rows}
 
 
-def test_word_counts_survive_a_killed_worker_and_a_rebalance(tmp_path):
-    if shutil.which("java") is None or shutil.which("redis-server") is None:
-        pytest.skip("needs Java, the Debian zookeeper package and redis-server")
+def test_word_counts_survive_a_killed_worker_and_a_rebalance(tmp_path, shared_dev_cluster, redis_server):
     want = expected()
     table = tmp_path / "table"
-    with running_dev_cluster(tmp_path / "dev", "--supervisors", "1", "--slots", "2", "--redis", *FAST) as c:
-        conf = c.conf()
-        submit(c.conf_dir, ROOT / "examples" / "word_count" / "topology.py", "wc",
-               "topology.workers=2", f"wordcount.table={table}", f"wordcount.sentences={N}",
-               f"wordcount.seed={SEED}", f"topology.max.spout.pending={PENDING}",
-               "topology.message.timeout.secs=20")
+    c = shared_dev_cluster
+    conf = redis_server.conf()
+    storm_id = submit(c.conf_dir, ROOT / "examples" / "word_count" / "topology.py", "wc",
+                      "topology.workers=2", f"wordcount.table={table}", f"wordcount.sentences={N}",
+                      f"wordcount.seed={SEED}", f"topology.max.spout.pending={PENDING}",
+                      "topology.message.timeout.secs=20", "topology.state.provider=redis",
+                      f"topology.state.provider.config={json.dumps(conf['topology.state.provider.config'])}")
 
-        def progress(fraction: float):
-            return lambda: sum(committed(conf, "wc").values()) >= fraction * sum(want.values())
+    def progress(fraction: float):
+        return lambda: sum(committed(conf, "wc").values()) >= fraction * sum(want.values())
 
-        wait_until(progress(0.2), DEADLINE, lambda: f"a fifth of the words committed ({committed(conf, 'wc')})",
-                   interval=0.5)
-        # The worker that counts and does not hold the spout (the spout's replays live in its memory:
-        # RandomSentenceSpout is not a durable source).
-        by_port = components_by_port(c.conf_dir, "wc")
-        victim = next((p for p, comps in sorted(by_port.items()) if "count" in comps and "sentences" not in comps),
-                      None)
-        assert victim is not None, f"no worker counts without the spout: {by_port}"
-        before = committed(conf, "wc")
-        pids = worker_ports(c)
-        assert victim in pids, f"no worker process on port {victim}: {pids}"
-        psutil.Process(pids[victim]).kill()
-        wait_until(progress(0.5), DEADLINE, lambda: f"counting on after the SIGKILL ({sum(committed(conf, 'wc').values())})",
-                   interval=0.5)
-        after_kill = committed(conf, "wc")
-        # Nothing restarted from 0: each count went on from its committed value.
-        assert all(after_kill[w] >= before[w] for w in before), (before, after_kill)
+    wait_until(progress(0.2), DEADLINE, lambda: f"a fifth of the words committed ({committed(conf, 'wc')})",
+               interval=0.5)
+    # The worker that counts and does not hold the spout (the spout's replays live in its memory:
+    # RandomSentenceSpout is not a durable source).
+    by_port = components_by_port(c.conf_dir, "wc")
+    victim = next((p for p, comps in sorted(by_port.items()) if "count" in comps and "sentences" not in comps),
+                  None)
+    assert victim is not None, f"no worker counts without the spout: {by_port}"
+    before = committed(conf, "wc")
+    pids = c.worker_pids(storm_id)
+    assert victim in pids, f"no worker process on port {victim}: {pids}"
+    psutil.Process(pids[victim]).kill()
+    wait_until(progress(0.5), DEADLINE, lambda: f"counting on after the SIGKILL ({sum(committed(conf, 'wc').values())})",
+               interval=0.5)
+    after_kill = committed(conf, "wc")
+    # Nothing restarted from 0: each count went on from its committed value.
+    assert all(after_kill[w] >= before[w] for w in before), (before, after_kill)
 
-        storm_py("rebalance", "wc", "--wait", "1", conf_dir=c.conf_dir, check=0, timeout=120)
-        wait_until(lambda: all(committed(conf, "wc")[w] >= n for w, n in want.items()), DEADLINE,
-                   lambda: f"every sentence counted ({sorted((want - committed(conf, 'wc')).items())[:5]} short)",
-                   interval=0.5)
-        # The table catches up with the committed counts (the sink writes what the count emitted).
-        got: dict[str, int] = {}
+    storm_py("rebalance", "wc", "--wait", "1", conf_dir=c.conf_dir, check=0, timeout=120)
+    wait_until(lambda: all(committed(conf, "wc")[w] >= n for w, n in want.items()), DEADLINE,
+               lambda: f"every sentence counted ({sorted((want - committed(conf, 'wc')).items())[:5]} short)",
+               interval=0.5)
+    # The table catches up with the committed counts (the sink writes what the count emitted).
+    got: dict[str, int] = {}
 
-        def table_complete() -> bool:
-            got.clear()
-            got.update(top_words(table, len(want)))
-            return all(got.get(w, 0) >= n for w, n in want.items())
+    def table_complete() -> bool:
+        got.clear()
+        got.update(top_words(table, len(want)))
+        return all(got.get(w, 0) >= n for w, n in want.items())
 
-        wait_until(table_complete, DEADLINE, lambda: f"top_words.py to show every sentence: {got} vs {dict(want)}",
-                   interval=2)
-        storm_py("kill", "wc", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+    wait_until(table_complete, DEADLINE, lambda: f"top_words.py to show every sentence: {got} vs {dict(want)}",
+               interval=2)
+    storm_py("kill", "wc", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
     # At least once: a sentence in flight at a fault may count twice, never more than those in flight.
     slack = 2 * PENDING * WORDS_PER_SENTENCE_MAX
     assert sum(got.values()) - sum(want.values()) <= slack, (got, dict(want))

@@ -1,6 +1,6 @@
-"""Stateful bolts on a dev cluster (ZooKeeper, Nimbus, a supervisor, two worker processes) with
-the redis state provider on a real Redis, under faults the test causes: a SIGKILLed worker and
-a Redis server stopped for a few seconds.
+"""Stateful bolts on a dev cluster (the run's shared one: tests/shared_clusters.py; two worker
+processes) with the redis state provider on a real Redis of the test's own, under faults the
+test causes: a SIGKILLed worker and a Redis server stopped for a few seconds.
 
 - exactly-once (`topology.state.exactly.once: true`, a BaseStatefulSpout): the committed sum
   and count of 1..N are exact, and the count never passes N;
@@ -17,6 +17,7 @@ import psutil
 import pytest
 from scenario_harness import DevHarness
 from testutil import wait_until
+from zk_fixture import zookeeper_at
 
 from executor.state.codec import decode
 
@@ -52,34 +53,22 @@ def totals(redis, name: str, prefix: str | None = None) -> tuple[int, int]:
     return sum(s.get("sum", 0) for s in states), sum(s.get("count", 0) for s in states)
 
 
-def _dev(tmp_path):
-    if shutil.which("java") is None:
-        pytest.skip("the dev cluster needs Java and the Debian zookeeper package")
-    from daemons.devcluster import DevCluster
-
-    return DevCluster(tmp_path / "dev", supervisors=1, slots=2, user_conf=FAST)
-
-
 @contextlib.contextmanager
-def _dev_harness(tmp_path):
-    """A started dev cluster and a harness submitting to it; both stopped afterwards."""
-    dev = _dev(tmp_path)
-    harness = None
+def _dev_harness(tmp_path, dev):
+    """A harness submitting to the shared dev cluster `dev` (its topologies are killed by the
+    shared fixture at the end of the test)."""
+    (tmp_path / "runs").mkdir()
+    harness = DevHarness(tmp_path / "runs", dev)
     try:
-        dev.start()
-        (tmp_path / "runs").mkdir()
-        harness = DevHarness(tmp_path / "runs", dev)
         yield dev, harness
     finally:
-        if harness is not None:
-            harness.client.close()
-        dev.stop()
+        harness.client.close()
 
 
-def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict, done):
-    """Run `topology_file` through a worker SIGKILL and a Redis outage until `done(totals)`;
-    (the final totals, the run's records)."""
-    with _dev_harness(tmp_path) as (dev, harness):
+def _run_with_faults(tmp_path, dev, redis, topology_file: str, name: str, conf: dict, done):
+    """Run `topology_file` on `dev` through a worker SIGKILL and a Redis outage until
+    `done(totals)`; (the final totals, the run's records)."""
+    with _dev_harness(tmp_path, dev) as (dev, harness):
         run = harness.submit(topology_file, name, {**redis.conf(), **RUN, **conf})
 
         def progress(at_least):
@@ -87,7 +76,7 @@ def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict,
 
         wait_until(progress(N // 5), DEADLINE, f"{name}: a fifth of the numbers committed",
                    interval=0.2, tolerate=(OSError,))
-        port, pid = max(dev.worker_pids().items())
+        port, pid = max(dev.worker_pids(harness.storm_ids[name]).items())
         dev.kill_worker(port)
         after_kill = totals(redis, name)[1]
         wait_until(progress(after_kill + N // 10), DEADLINE,
@@ -104,7 +93,7 @@ def _run_with_faults(tmp_path, redis, topology_file: str, name: str, conf: dict,
         return result, run.results
 
 
-def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path, redis_server):
+def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path, shared_dev_cluster, redis_server):
     exact = (N * (N + 1) // 2, N)
     seen_counts = []
 
@@ -112,7 +101,7 @@ def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path
         seen_counts.append(t[1])
         return t[1] >= N
 
-    result, records = _run_with_faults(tmp_path, redis_server, "exactly_once_sum.py", "eo",
+    result, records = _run_with_faults(tmp_path, shared_dev_cluster, redis_server, "exactly_once_sum.py", "eo",
                                        {"topology.state.exactly.once": True}, done)
     assert result == exact
     # The faults made the topology roll back: the spout was rewound (init_state again) at least once.
@@ -120,7 +109,7 @@ def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path
     assert max(seen_counts) <= N  # never a number counted twice, even for a while
 
 
-def test_at_least_once_state_loses_no_number_across_the_same_faults(tmp_path, redis_server):
+def test_at_least_once_state_loses_no_number_across_the_same_faults(tmp_path, shared_dev_cluster, redis_server):
     exact_sum = N * (N + 1) // 2
 
     def done(t):
@@ -129,7 +118,7 @@ def test_at_least_once_state_loses_no_number_across_the_same_faults(tmp_path, re
         merged = _merged(redis_server)
         return all(merged.get(f"seen-{n}") for n in range(1, N + 1))
 
-    _run_with_faults(tmp_path, redis_server, "stateful_sum.py", "alo", {}, done)
+    _run_with_faults(tmp_path, shared_dev_cluster, redis_server, "stateful_sum.py", "alo", {}, done)
     merged = _merged(redis_server)
     assert [n for n in range(1, N + 1) if not merged.get(f"seen-{n}")] == []
     s, c = totals(redis_server, "alo")
@@ -143,12 +132,13 @@ def _merged(redis) -> dict:
     return out
 
 
-def test_dev_cluster_with_redis_is_every_topologys_state_provider(tmp_path):
+def test_dev_cluster_with_redis_is_every_topologys_state_provider(tmp_path, zk_conf):
     if shutil.which("java") is None:
         pytest.skip("the dev cluster needs Java and the Debian zookeeper package")
     from daemons.devcluster import DevCluster
 
-    dev = DevCluster(tmp_path / "dev", supervisors=1, slots=2, user_conf=FAST, redis=True)
+    dev = DevCluster(tmp_path / "dev", supervisors=1, slots=2, user_conf=FAST, redis=True,
+                     zookeeper_at=zookeeper_at(zk_conf))
     try:
         dev.start()
         redis = dev.redis
@@ -169,9 +159,9 @@ def test_dev_cluster_with_redis_is_every_topologys_state_provider(tmp_path):
     assert not dev.redis.running and not psutil.pid_exists(pid)  # stopped (and reaped) with the rest
 
 
-def test_a_persistent_window_survives_a_killed_worker(tmp_path, redis_server):
+def test_a_persistent_window_survives_a_killed_worker(tmp_path, shared_dev_cluster, redis_server):
     n = 1500
-    with _dev_harness(tmp_path) as (dev, harness):
+    with _dev_harness(tmp_path, shared_dev_cluster) as (dev, harness):
         run = harness.submit("persistent_window_numbers.py", "pwin",
                              {**redis_server.conf(), **RUN, "numbers.n": n})
         r = run.results
