@@ -27,6 +27,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_misbehaving_subprocess_is_one_clear_error_and_a_restart(case, tmp_path):
     serializer, says = CASES[case]
@@ -62,6 +63,7 @@ def test_a_misbehaving_subprocess_is_one_clear_error_and_a_restart(case, tmp_pat
         assert acked <= seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, says", [
     ("exit", ["exit code 4", "flaky spout: exit on purpose"]),
     ("hang", ["did not answer 'next' with sync within 3s", "flaky spout: hang on purpose"]),

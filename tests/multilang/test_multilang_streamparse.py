@@ -97,6 +97,7 @@ def run_local(project: Path, topology: str, seconds: float, *extra: str) -> tupl
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), peak[0]
 
 
+@pytest.mark.slow
 def test_the_quickstart_topology_runs_unmodified(quickstart):
     out, peak = run_local(quickstart, "wordcount.py", 8)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -111,6 +112,7 @@ def test_the_quickstart_topology_runs_unmodified(quickstart):
     assert peak < 1.5 * 2**30, f"process tree peaked at {peak / 2**20:.0f} MiB"
 
 
+@pytest.mark.slow
 def test_the_quickstart_counts_are_exact(quickstart, tmp_path):
     (quickstart / "src" / "bolts" / "check.py").write_text(CHECK_BOLT)
     (quickstart / "topologies" / "wordcount_checked.py").write_text(

@@ -94,6 +94,7 @@ def listing(c) -> dict[str, list[str]]:
     return {r[0]: r for r in rows if r[0] != "No"}
 
 
+@pytest.mark.slow
 def test_submit_list_deactivate_activate_rebalance_kill(cluster):
     c = cluster
     topo = topology_dir(c.root, spouts=2, bolts=2, config={"topology.workers": 2})
@@ -168,6 +169,7 @@ def test_a_package_zip_built_by_jar_build_submits_unchanged(cluster):
     assert "fromzip" in listing(c)
 
 
+@pytest.mark.slow
 def test_client_failures_are_one_error_line_naming_the_culprit(cluster, tmp_path):
     c = cluster
     for cmd in (["kill", "ghost"], ["activate", "ghost"], ["deactivate", "ghost"], ["rebalance", "ghost", "-n", "2"]):
@@ -280,6 +282,7 @@ def test_the_log_file_records_info_by_default_and_the_level_log_level_names(clus
 
 
 
+@pytest.mark.slow
 def test_a_submit_while_zookeeper_is_down_fails_and_leaves_nothing_behind(zk_server_factory, tmp_path):
     # It used to time out on the client and start by itself once ZooKeeper came back: a ghost.
     from zk_fixture import zk_conf_for

@@ -39,6 +39,7 @@ def replaced(sup, port: int, old_wid: str) -> bool:
     worker = running_workers(sup.conf).get(port)
     return worker is not None and worker[0] != old_wid
 
+@pytest.mark.slow
 def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
     ports = free_ports(4)
     sup = env.supervisor(env.conf("sup", ports))
@@ -58,6 +59,7 @@ def test_three_ports_get_one_worker_each_and_no_kills_while_they_heartbeat(env):
         assert (local_layout.worker_pids(sup.conf, wid) / str(pid)).exists()
 
 
+@pytest.mark.slow
 def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
     ports = free_ports(2)
     sup = env.supervisor(env.conf("sup", ports))
@@ -121,6 +123,7 @@ def test_code_that_lost_its_topology_conf_is_fetched_again(env):
     assert sup.launches == 2  # no launch on the code without its conf
 
 
+@pytest.mark.slow
 def test_unassigning_kills_the_worker_and_removes_its_dirs_and_code(env):
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports))
@@ -170,6 +173,7 @@ def test_supervisor_heartbeat_stays_fresh_with_its_ports_while_workers_fail_to_s
     assert sup.status.value == "running"
 
 
+@pytest.mark.slow
 def test_conflicting_assignments_do_not_crash_it_and_resolve_after_a_rebalance(env):
     ports = free_ports(3)
     sup = env.supervisor(env.conf("sup", ports))

@@ -305,6 +305,7 @@ def test_an_explicit_fail_in_the_other_worker_calls_the_spouts_fail_with_the_mes
     _stop(rig, ports)
 
 
+@pytest.mark.slow
 def test_a_dropped_tuple_times_out_fails_at_the_spout_and_is_replayed_until_acked(rig, tmp_path):
     total = 40
     topo, out = _topology(tmp_path, "replay", total)

@@ -132,6 +132,7 @@ def _read(path):
         return None
 
 
+@pytest.mark.slow
 def test_a_slow_bolt_in_the_other_worker_holds_the_spout_back_with_bounded_memory_and_nothing_lost(rig, tmp_path):
     total, payload, sleep = 60_000, 2048, 0.0002  # unbounded queues would hold ~150 MB of payload alone
     topo, out = write_topology(tmp_path, COMPONENTS, TOPOLOGY, total=total, payload=payload, sleep=sleep)

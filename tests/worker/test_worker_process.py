@@ -124,6 +124,7 @@ def test_sigkill_of_a_worker_and_a_restart_on_the_same_port_loses_nothing(rig, t
         assert rig.stop_worker(p) == 0
 
 
+@pytest.mark.slow
 def test_an_assignment_change_moving_executors_to_a_third_worker_is_followed_without_a_restart(rig, tmp_path):
     from dataclasses import replace
 
