@@ -32,7 +32,7 @@ from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
 
 # Markers follow cost: heavy fixtures mark their tests, and the fast tier starts no process
 # (tests/suite_rules.py).
-pytest_plugins = ["suite_rules"]
+pytest_plugins = ["suite_rules", "parallel"]
 
 # How long a test's threads and child processes may take to finish once the test returned
 # (a poll: a clean test pays nothing).

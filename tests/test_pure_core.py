@@ -43,7 +43,8 @@ SUITES = [
 @pytest.mark.zk
 @pytest.mark.timeout(600)
 def test_in_process_suites_pass_on_the_pure_twin(tmp_path):
-    env = {**os.environ, "STORM_PY_PURE": "1"}
+    # a fresh pytest of its own: not one of this run's xdist workers
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")} | {"STORM_PY_PURE": "1"}
     log = tmp_path / "pure.log"
     with open(log, "w") as out:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from scenario_harness import DevHarness, LocalHarness
 
-DEV_MARKS = [pytest.mark.cluster, pytest.mark.zk]  # ~1 s each: not slow
+# ~1 s each: not slow; the shared cluster's group of xdist workers (tests/parallel.py)
+DEV_MARKS = [pytest.mark.cluster, pytest.mark.zk, pytest.mark.xdist_group("shared-clusters")]
 
 
 @pytest.fixture(params=["local", "local-dedicated", pytest.param("dev", marks=DEV_MARKS),
