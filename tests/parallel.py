@@ -35,7 +35,9 @@ def _group(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(trylast=True)
+# tryfirst: xdist's worker names each test after its xdist_group markers in this same hook, so
+# the markers must be there before it runs (a conftest hook runs before a plugin's unless marked).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     groups = {}
     for item in items:
