@@ -119,7 +119,9 @@ def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, 
     found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
     reason = found[0].reason
     assert "of memory, over supervisor.worker.memory.limit.mb (100 MB): killed" in reason, reason
-    assert int(reason.split(" used ")[1].split(" MB")[0]) >= 300
+    # the figure it was killed at: over the limit (where the worker's allocation had got to by
+    # then depends on the machine's load: it is killed as soon as a sample sees it over)
+    assert 100 < int(reason.split(" used ")[1].split(" MB")[0]) <= 400, reason
 
 
 def test_a_topologys_own_memory_limit_wins_over_the_supervisors(env, tmp_path):
