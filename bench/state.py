@@ -6,6 +6,10 @@ topology.state.checkpoint.interval.ms 1000) on the memory provider and on a real
 the variants --repeat times, each in its own process), then a summary with the stateful/plain
 ratios of the medians and the commit latency percentiles (PREPARE sent to COMMIT acked).
 
+The `none` variant is the same word count with no guarantee at all (no message ids, no ackers):
+the price of a guarantee is each variant's `processed` rate (sentences the split bolt executed a
+second, the same measure for every variant) over none's (`ratio_to_none`).
+
 usage: python3 bench/state.py [--seconds 10] [--warmup 5] [--repeat 2] [--only plain memory redis]
 """
 
@@ -33,8 +37,10 @@ from executor.api import BaseStatefulBolt, BaseStatefulSpout, TopologyBuilder  #
 # max pending per checkpoint interval); memory-100ms: the same, checkpointing every 100 ms;
 # exactly-once / exactly-once-redis: a BaseStatefulSpout, topology.state.exactly.once (acks at once);
 # redis-pending-40k: at-least-once on Redis with max spout pending 40,000 (the bound raised, as a
-# Storm user tunes it: a tuple's acks wait ~one checkpoint interval)
-VARIANTS = ("plain", "memory", "redis", "memory-100ms", "exactly-once", "exactly-once-redis", "redis-pending-40k")
+# Storm user tunes it: a tuple's acks wait ~one checkpoint interval); none: no message ids, no
+# ackers, a plain count (no guarantee)
+VARIANTS = ("plain", "memory", "redis", "memory-100ms", "exactly-once", "exactly-once-redis", "redis-pending-40k",
+            "none")
 PENDING = 2000
 
 
@@ -83,12 +89,15 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None)
 
     b = TopologyBuilder()
     eo = variant.startswith("exactly-once")
-    b.set_spout("spout", StatefulBenchSpout() if eo else BenchSpout(["sentence"], sentence, acked=True))
+    plain = variant in ("plain", "none")
+    b.set_spout("spout", StatefulBenchSpout() if eo else BenchSpout(["sentence"], sentence, acked=variant != "none"))
     b.set_bolt("split", Split()).shuffle_grouping("spout")
-    b.set_bolt("count", Count() if variant == "plain" else StatefulCount()).fields_grouping("split", ["word"])
+    b.set_bolt("count", Count() if plain else StatefulCount()).fields_grouping("split", ["word"])
     conf = {"topology.workers": 1, "topology.max.spout.pending": 40_000 if variant == "redis-pending-40k" else PENDING,
             "topology.state.checkpoint.interval.ms": 100 if variant == "memory-100ms" else 1000,
             "topology.state.exactly.once": eo}
+    if variant == "none":
+        conf["topology.acker.executors"] = 0
     if "redis" in variant:
         conf.update({"topology.state.provider": "redis",
                      "topology.state.provider.config": {"host": "127.0.0.1", "port": redis_port,
@@ -97,16 +106,17 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None)
         cluster.submit_topology("bench", conf, b.create_topology())
         spout_ex = _find(cluster, "bench", "spout")
         spout = user_component(spout_ex.w.objs[spout_ex.task_ids[0]])
+        split_ex = _find(cluster, "bench", "split")
         cp = None
-        if variant != "plain":
+        if not plain:
             cp_ex = _find(cluster, "bench", "$checkpointspout")
             cp = cp_ex.w.objs[cp_ex.task_ids[0]]
         time.sleep(warmup)
         if cp is not None:
             cp.recent_commit_secs.clear()
-        c0, cpu0, t0 = spout.acks, time.process_time(), time.monotonic()
+        c0, x0, cpu0, t0 = spout.acks, split_ex.executed, time.process_time(), time.monotonic()
         time.sleep(seconds)
-        c1, cpu1, t1 = spout.acks, time.process_time(), time.monotonic()
+        c1, x1, cpu1, t1 = spout.acks, split_ex.executed, time.process_time(), time.monotonic()
         commits = sorted(cp.recent_commit_secs) if cp is not None else []
         died = cluster.died("bench")
 
@@ -114,6 +124,7 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None)
         return round(commits[min(len(commits) - 1, int(p * len(commits)))] * 1e3, 1) if commits else None
 
     return {"bench": "state", "variant": variant, "unit": "acked sentences/s", "rate": round((c1 - c0) / (t1 - t0)),
+            "processed": round((x1 - x0) / (t1 - t0)),
             "commit_latency_ms_p50": pct(0.5), "commit_latency_ms_p99": pct(0.99),
             "commit_latency_ms_max": pct(1.0), "commits": len(commits), "failed": spout.fails,
             "died": [str(d) for d in died], "cpu_secs_per_sec": round((cpu1 - cpu0) / (t1 - t0), 2),
@@ -162,8 +173,12 @@ def main() -> None:
     summary = {"bench": "state", "summary": True, "median_rate": med}
     if "plain" in med:
         summary["ratio_to_plain"] = {v: round(m / med["plain"], 2) for v, m in med.items() if v != "plain"}
+    processed = {v: statistics.median(r["processed"] for r in rs) for v, rs in results.items() if rs}
+    summary["median_processed"] = processed
+    if processed.get("none"):
+        summary["ratio_to_none"] = {v: round(m / processed["none"], 2) for v, m in processed.items() if v != "none"}
     summary["commit_latency_ms_p99"] = {v: max((r["commit_latency_ms_p99"] or 0) for r in rs)
-                                        for v, rs in results.items() if rs and v != "plain"}
+                                        for v, rs in results.items() if rs and v not in ("plain", "none")}
     print(json.dumps(summary), flush=True)
 
 

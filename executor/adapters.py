@@ -86,8 +86,13 @@ class SpoutComponentAdapter(Protocol):
         ...
 
     def request_rollback(self, spout_task: int) -> None:
-        """A tuple tree of the stateful spout task `spout_task` failed (sent to the checkpoint
-        spout only)."""
+        """A tuple from task `spout_task` was failed in an exactly-once topology (sent to the
+        checkpoint spout only)."""
+        ...
+
+    def wants_acks(self) -> bool:
+        """Whether the spout acts on `ack(msg_id)` (asked only when `takes_barriers`: it is then
+        told once the checkpoint covering the tuple commits)."""
         ...
 
     def gauges(self) -> dict[str, Any]:
@@ -112,6 +117,9 @@ class SpoutAdapter(AdapterBase):
 
     def handle_checkpoint(self, action: str, txid: int) -> bool:
         return False  # no state to act on: the step fails
+
+    def wants_acks(self) -> bool:
+        return True
 
     def request_rollback(self, spout_task: int) -> None:
         # only the checkpoint spout's task is ever sent this: anything else is a bug, said loudly

@@ -8,6 +8,7 @@ import time
 from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
 from executor.base import ExecutorBase
+from executor.checkpoint.barrier_mode import RollbackAsker, barrier_only, coordinator_task
 from executor.core.collectors import BasicOutputCollector, OutputCollector, run_basic_batch
 from executor.receive_queue import Calls
 from executor.scheduling import BLOCKED, BUSY, IDLE
@@ -78,6 +79,10 @@ class BoltExecutor(ExecutorBase):
         self._execute_batch = None
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
+        if barrier_only(self.conf):
+            coordinator = coordinator_task(w.contexts[self.task_ids[0]])
+            if coordinator is not None:
+                self.outbox.on_untracked_fail(RollbackAsker(self.outbox.send, coordinator, self.name))
 
     def gauges(self) -> dict:
         g = super().gauges()

@@ -69,8 +69,9 @@ class SpoutExecutor(ExecutorBase):
         self._objs = list(self._spouts.values())
         self._debug = bool(conf.get("topology.debug"))
         # Exactly-once checkpoints: stateful spout tasks take checkpoint tuples (executor/checkpoint/).
-        takes_barriers = any(a.takes_barriers for a in self._adapters.values())
-        self._barriers = SpoutBarriers(self) if takes_barriers else None
+        # Their tuples are outside every tuple tree (executor/checkpoint/barrier_mode.py).
+        self._by_barriers = frozenset(t for t, a in self._adapters.items() if a.takes_barriers)
+        self._barriers = SpoutBarriers(self) if self._by_barriers else None
         # The checkpoint spout goes on while the topology is inactive (deactivated, killed or
         # rebalancing with a wait): a stateful bolt acks its inputs only at a commit, so without
         # checkpoints the tuples in flight could never finish during the wait.
@@ -82,7 +83,10 @@ class SpoutExecutor(ExecutorBase):
         a subscriber, else untracked (acked at once when it has a message id)."""
         self.emitted += 1
         ob = self.outbox
-        if msg_id is not None and ob.has_ackers and targets:
+        if msg_id is not None and task in self._by_barriers:
+            ob.emit(task, out, values, targets)  # the checkpoint after it acks it (SpoutBarriers)
+            self._barriers.emitted(task, msg_id, out.stream)
+        elif msg_id is not None and ob.has_ackers and targets:
             root = ob.emit_tracked(task, out, values, targets)
             self.pending.put_new(root, (task, msg_id, out.stream, values, time.monotonic()))
         else:
@@ -121,8 +125,6 @@ class SpoutExecutor(ExecutorBase):
 
     def _expire(self, root, info):
         self._fail_msg(info[0], info[1], info[2], timeout=True)
-        if self._barriers is not None:
-            self._barriers.failed(info[0], root)
 
     def _process(self, batches) -> int:
         n = 0
@@ -138,12 +140,8 @@ class SpoutExecutor(ExecutorBase):
                         continue  # else already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
                         self._ack_msg(info[0], info[1], info[4], info[2])
-                        if self._barriers is not None:
-                            self._barriers.acked(p[1])
                     elif p[0] == SPOUT_FAIL:
                         self._fail_msg(info[0], info[1], info[2])
-                        if self._barriers is not None:
-                            self._barriers.failed(info[0], p[1])
                 elif p.is_tick():
                     pending.rotate()  # system tick every message timeout: expires after T..2T
                 elif self._barriers is not None and p.source_stream == CHECKPOINT_STREAM:
@@ -153,16 +151,10 @@ class SpoutExecutor(ExecutorBase):
         return n
 
     # ---- what the checkpoint steps ask (executor/checkpoint/spout_side.py) ----
-    def roots_in_flight(self, task: int) -> set[int]:
-        """The roots of `task`'s tuple trees in flight."""
-        return {root for root, info in self.pending.items() if info[0] == task}
-
-    def forget_in_flight(self, task: int) -> None:
-        """Forget `task`'s trees in flight: neither acked nor failed when they finish (a rollback
-        made them part of the rolled-back past)."""
-        pending = self.pending
-        for root in self.roots_in_flight(task):
-            pending.remove(root)
+    def ack_committed(self, task: int, msg_id, stream: str) -> None:
+        """The checkpoint after `msg_id` committed: the spout's ack (no complete latency: the
+        tuple was in no tree)."""
+        self._ack_msg(task, msg_id, None, stream)
 
     # ---- lifecycle ----
     def _prepare(self) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Hashable, Mapping
 from executor.adapting import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BoltExecutor
+from executor.checkpoint.barrier_mode import LinkHealth, barrier_only
 from executor.checkpoint.wiring import is_checkpointed
 from executor.context import TopologyContext
 from executor.errors import ComponentError
@@ -34,6 +35,7 @@ from executor.stats_record import ExecutorStats, to_wire
 from executor.ticks import TickTimer
 from executor.topology import StormTopology, copy_for_task
 from executor.transport.base import Transport
+from executor.transport.sequenced import SequencedTransport
 from executor.wait import BACK_PRESSURE_WAIT, BOLT_WAIT, make_wait_strategy
 from executor.worker_io import ReceiveIO, TransferIO
 from executor.worker_plan import ExecutorPlan, Routing, plan_executors, plan_routing, thread_groups
@@ -90,7 +92,10 @@ class Worker:
         self.executor_ids = sorted(spec.executors)
         self.address = spec.address
         self.port = spec.port
-        self.transport = transport
+        # exactly-once: links numbered, so that a payload lost between live workers is seen
+        self.links = LinkHealth(str(spec.address)) if barrier_only(self.conf) else None
+        self.transport = transport if transport is None or self.links is None else \
+            SequencedTransport(transport, self.links.gap)
         self.status = status
         self.events = events
         self.stats_keeper = StatsKeeper(time.monotonic)
@@ -205,7 +210,9 @@ class Worker:
 
     def _copy_component(self, comp: str, kind: str):
         obj = copy_for_task(self.topology.objs[comp], comp)
-        return adapt_bolt(obj, self._checkpointed) if kind == "bolt" else adapt_spout(obj)
+        if kind == "bolt":
+            return adapt_bolt(obj, self._checkpointed, self.links)
+        return adapt_spout(obj)
 
     # ---- routing changes ----
     def update_routing(self, task_address: Mapping[int, Hashable]) -> bool:

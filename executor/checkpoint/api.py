@@ -3,6 +3,8 @@ IStatefulComponent): exported from executor.api."""
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from executor.components import Bolt, Spout
 from executor.windowing.bolt import BaseWindowedBolt
 
@@ -31,8 +33,9 @@ class BaseStatefulSpout(Spout):
     `init_state(state)` is called with its last committed `KeyValueState` before the first
     `next_tuple`, and again after every rollback, when it must continue from what the state
     says (rewind). Keep the position in the state (`state.put`) as tuples are emitted; it is
-    committed with the checkpoint that holds their effects. `fail` is not called in this mode:
-    a failure rolls the whole topology back instead."""
+    committed with the checkpoint that holds their effects. `ack(msg_id)` comes once the
+    checkpoint after the tuple commits (what a source may then forget); `fail` is not called in
+    this mode: a failure rolls the whole topology back instead."""
 
     def init_state(self, state) -> None:
         raise NotImplementedError(f"{type(self).__name__}.init_state")
@@ -47,3 +50,19 @@ class BaseStatefulWindowedBolt(BaseWindowedBolt, BaseStatefulBolt):
 
     def execute(self, window) -> None:
         raise NotImplementedError(f"{type(self).__name__}.execute")
+
+
+@runtime_checkable
+class CheckpointedOutput(Protocol):
+    """A bolt whose output leaves the topology (the Spark sink) and takes part in exactly-once
+    checkpoints as a two-phase commit (Flink's TwoPhaseCommitSinkFunction): what it received
+    before a checkpoint's barrier is made durable but invisible at PREPARE, visible at COMMIT
+    (once, however often COMMIT is repeated), and discarded at ROLLBACK. False from prepare or
+    commit (or an exception, which is reported): not done; the checkpoint fails and the topology
+    rolls back (a COMMIT is then repeated until it succeeds)."""
+
+    def prepare_output(self, txid: int) -> bool: ...
+
+    def commit_output(self, txid: int) -> bool: ...
+
+    def rollback_output(self, txid: int) -> None: ...

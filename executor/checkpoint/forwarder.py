@@ -8,8 +8,18 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from executor.adapters import Adapter
-from executor.checkpoint.protocol import CHECKPOINT_STREAM, ROLLBACK, Barrier, checkpoint_input_tasks
+from executor.adapters import Adapter, user_component
+from executor.checkpoint.api import CheckpointedOutput
+from executor.checkpoint.barrier_mode import LinkHealth
+from executor.checkpoint.protocol import (
+    CHECKPOINT_STREAM,
+    COMMIT,
+    INITSTATE,
+    PREPARE,
+    ROLLBACK,
+    Barrier,
+    checkpoint_input_tasks,
+)
 from executor.serialization import TupleColumn
 
 log = logging.getLogger(__name__)
@@ -19,7 +29,7 @@ class CheckpointHandler(Adapter):
     """Splits a batch into data runs (to the wrapped bolt) and checkpoint tuples (to
     handle_checkpoint once per transaction), in arrival order."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, links: LinkHealth | None = None):
         self.user = inner
         self._inner = inner
         self.paced = bool(getattr(inner, "paced", False))
@@ -33,6 +43,12 @@ class CheckpointHandler(Adapter):
         self._blocked: set[int] = set()       # input tasks whose checkpoint tuple came (aligning)
         self._aligning_on: tuple[str, int] | None = None
         self._held: list = []                 # what those tasks sent since, in order
+        # Exactly-once: a task that started afresh (its worker died) may have lost tuples in
+        # flight, so it fails every PREPARE until a ROLLBACK or INITSTATE has reached it; so
+        # does one whose worker's links lost payloads since (executor/checkpoint/barrier_mode.py).
+        self._restored = False
+        self._links = links
+        self._gaps_at_restore = 0
 
     # ---- what the wrapped bolt needs from the executor ----
     def input_room(self) -> int:
@@ -118,6 +134,10 @@ class CheckpointHandler(Adapter):
         self._blocked = set()
         queue.extendleft(reversed(held))
 
+    def _intact(self) -> bool:
+        """Whether everything sent to this task since the last rollback reached it."""
+        return self._restored and (self._links is None or self._links.gaps == self._gaps_at_restore)
+
     def handle_data(self, batch) -> None:
         if self._inner_batch is not None:
             self._inner_batch(batch)
@@ -139,6 +159,12 @@ class CheckpointHandler(Adapter):
         if self._last_txid is not None and txid < self._last_txid:
             collector.ack(tup)  # an older transaction's straggler: nothing to do
             return
+        if self.exactly_once and action == PREPARE and not self._intact():
+            log.info("bolt %s: PREPARE of txid %d failed: %s, so the topology rolls back what may be lost",
+                     self._name(), txid, "no rollback reached it since it started" if not self._restored
+                     else "its worker's links lost payloads since the last rollback")
+            collector.fail(tup)
+            return
         try:
             done = self.handle_checkpoint(tup, action, txid)
         except Exception as exc:
@@ -149,6 +175,9 @@ class CheckpointHandler(Adapter):
         if not done:
             collector.fail(tup)
             return
+        if action in (ROLLBACK, INITSTATE):
+            self._restored = True
+            self._gaps_at_restore = self._links.gaps if self._links is not None else 0
         if action == ROLLBACK:
             self._last_txid = txid - 1
             self._barrier.clear()
@@ -169,4 +198,27 @@ class CheckpointHandler(Adapter):
 
 
 class CheckpointForwarder(CheckpointHandler):
-    """A bolt without state in a topology with checkpoints: it only passes them on."""
+    """A bolt without state in a topology with checkpoints: it passes them on. In exactly-once
+    mode, one whose output leaves the topology (CheckpointedOutput: the Spark sink) prepares,
+    commits or discards it with each step, so that a checkpoint never completes with tuples sent
+    before it still only in memory, and its output shows each of them once."""
+
+    _output = None
+
+    def prepare_inner(self, conf, context, collector) -> None:
+        super().prepare_inner(conf, context, collector)
+        user = user_component(self._inner)
+        if self.exactly_once and isinstance(user, CheckpointedOutput):
+            self._output = user
+
+    def handle_checkpoint(self, tup, action: str, txid: int) -> bool:
+        out = self._output
+        if out is None:
+            return True
+        if action == PREPARE:
+            return bool(out.prepare_output(txid))
+        if action == COMMIT:
+            return bool(out.commit_output(txid))
+        if action == ROLLBACK:
+            out.rollback_output(txid)
+        return True

@@ -2,19 +2,17 @@
 checkpoint stream). The checkpoint spout sends each transaction step to every stateful spout
 task as a tuple of its tree; the spout acts on its own state and passes the step on, in line
 with its data, on its `$checkpoint` stream, so that every bolt can tell the tuples sent before
-the checkpoint from those sent after. A PREPARE is acked only once every tuple tree the spout
-had in flight at that moment completed: a checkpoint then never commits while a tuple sent
-before it might still be lost (a failure instead rolls everything back to the last commit)."""
+the checkpoint from those sent after. Its data tuples are outside every tuple tree
+(executor/checkpoint/barrier_mode.py)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from executor.adapters import SpoutAdapter
+from executor.checkpoint.api import BaseStatefulSpout
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
-    CHECKPOINT_COMPONENT,
     CHECKPOINT_STREAM,
     COMMIT,
     INITSTATE,
@@ -22,7 +20,7 @@ from executor.checkpoint.protocol import (
     ROLLBACK,
     state_namespace,
 )
-from executor.serialization import ACKER_FAIL, CHECKPOINT_FAILED
+from executor.serialization import ACKER_FAIL
 from executor.tuple import Tuple
 
 log = logging.getLogger(__name__)
@@ -56,7 +54,12 @@ class StatefulSpoutAdapter(SpoutAdapter):
         self.user.ack(msg_id)
 
     def fail(self, msg_id) -> None:
-        pass  # the checkpoint spout rolls everything back (SpoutBarriers.failed)
+        pass  # never called: its tuples are outside every tree (executor/checkpoint/barrier_mode.py)
+
+    def wants_acks(self) -> bool:
+        """Whether the spout acts on acks (a Redis stream's XACK): one that keeps the base class's
+        no-op is not told, and nothing is kept for it."""
+        return type(self.user).ack is not BaseStatefulSpout.ack
 
     def activate(self) -> None:
         self.user.activate()
@@ -93,24 +96,31 @@ class StatefulSpoutAdapter(SpoutAdapter):
         return True
 
 
-@dataclass
-class _HeldPrepare:
-    task: int
-    tup: Tuple
-    value: int                       # the ack the acker gets once `waiting` is empty
-    waiting: set = field(default_factory=set)
-
-
 class SpoutBarriers:
     """The spout executor's part (executor/spout.py calls it): checkpoint tuples in, the step
-    passed on anchored, PREPARE acks held for the trees in flight, failures reported. It asks
-    the executor (its adapters, its trees in flight) and the outbox (every emit, counted)."""
+    passed on anchored, and the spout's own acks. Its tuples are outside every tuple tree
+    (executor/checkpoint/barrier_mode.py): a PREPARE is acked as soon as the spout's state is
+    prepared and the step passed on behind the tuples sent before it, and the spout's `ack(msg_id)`
+    comes for each tuple once the checkpoint after it commits (a Redis stream's XACK, a file
+    marked done), never before; a rollback drops them (the spout rewinds to its committed
+    position and sends them again). It asks the executor (its adapters, its routes) and the
+    outbox (every emit, counted)."""
 
     def __init__(self, ex):
         self.ex = ex
-        self.held: list[_HeldPrepare] = []
-        tasks = ex.w.contexts[ex.task_ids[0]].component_tasks(CHECKPOINT_COMPONENT)
-        self._coordinator = tasks[0] if tasks else None
+        # per task: (msg_id, stream) emitted since its last PREPARE, and [(txid, those)] prepared
+        self._since: dict[int, list] = {}
+        self._prepared: dict[int, list] = {}
+        # the tasks whose spout wants its acks (one that keeps the base class's no-op does not)
+        self._wants_acks = {t for t in ex.task_ids if ex.w.objs[t].wants_acks()}
+
+    def emitted(self, task: int, msg_id, stream: str) -> None:
+        """A tuple with a message id left `task` (outside every tuple tree)."""
+        if task in self._wants_acks:
+            since = self._since.get(task)
+            if since is None:
+                since = self._since[task] = []
+            since.append((msg_id, stream))
 
     def on_barrier(self, task: int, tup: Tuple) -> None:
         ex = self.ex
@@ -125,15 +135,26 @@ class SpoutBarriers:
         if not done:
             self._fail(tup)
             return
-        if action == ROLLBACK:
-            self._drop_in_flight(task)
-        value = self._pass_on(task, tup)
         if action == PREPARE:
-            waiting = ex.roots_in_flight(task)
-            if waiting:
-                self.held.append(_HeldPrepare(task, tup, value, waiting))
-                return
-        self._ack(tup, value)
+            since = self._since.pop(task, None)
+            if since:
+                self._prepared.setdefault(task, []).append((txid, since))
+        elif action == COMMIT:
+            self._ack_committed(task, txid)
+        elif action == ROLLBACK:
+            # what was emitted since the last commit belongs to the rolled-back past
+            self._since.pop(task, None)
+            self._prepared.pop(task, None)
+        self._ack(tup, self._pass_on(task, tup))
+
+    def _ack_committed(self, task: int, txid: int) -> None:
+        prepared = self._prepared.get(task)
+        if not prepared:
+            return
+        ack = self.ex.ack_committed
+        while prepared and prepared[0][0] <= txid:
+            for msg_id, stream in prepared.pop(0)[1]:
+                ack(task, msg_id, stream)
 
     def _pass_on(self, task: int, tup: Tuple) -> int:
         """Emit the step on this task's `$checkpoint` stream anchored to `tup`; the value its ack
@@ -153,34 +174,3 @@ class SpoutBarriers:
         outbox = self.ex.outbox
         for root in tup.anchors_to_ids or ():
             outbox.to_acker(root, (ACKER_FAIL, root))
-
-    def _drop_in_flight(self, task: int) -> None:
-        """A rollback: this task's trees in flight are of the rolled-back past (their acks and
-        fails no longer matter), and so are the PREPAREs still held for them."""
-        self.ex.forget_in_flight(task)
-        self.held = [h for h in self.held if h.task != task]
-
-    def acked(self, root: int) -> None:
-        if not self.held:
-            return
-        still = []
-        for h in self.held:
-            h.waiting.discard(root)
-            if h.waiting:
-                still.append(h)
-            else:
-                self._ack(h.tup, h.value)
-        self.held = still
-
-    def failed(self, task: int, root: int) -> None:
-        """A tree of this spout failed or timed out: the held PREPAREs that waited for it fail
-        (the checkpoint must not commit), and the checkpoint spout is told to roll back."""
-        still = []
-        for h in self.held:
-            if root in h.waiting:
-                self._fail(h.tup)
-            else:
-                still.append(h)
-        self.held = still
-        if self._coordinator is not None:
-            self.ex.outbox.send(self._coordinator, (CHECKPOINT_FAILED, task))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from executor.checkpoint.api import BaseStatefulBolt
 from executor.checkpoint.forwarder import CheckpointHandler
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, state_namespace
@@ -71,10 +72,22 @@ class AckTrackingCollector:
         return out
 
 
+class WindowOnlyHooks(BaseStatefulBolt):
+    """The state hooks of a windowed bolt without state of its own in an exactly-once topology:
+    its window is all its checkpoints hold (adapting.adapt_bolt); Storm's pre_* hooks stay the
+    base class's no-ops."""
+
+    def init_state(self, state) -> None:
+        pass
+
+
 class StatefulBoltAdapter(CheckpointHandler):
-    def __init__(self, user, inner=None):
-        super().__init__(user if inner is None else inner)
+    """`hooks`: what init_state and Storm's pre_* hooks are called on (default: the user's bolt)."""
+
+    def __init__(self, user, inner=None, hooks=None, links=None):
+        super().__init__(user if inner is None else inner, links)
         self.user = user
+        self._hooks = user if hooks is None else hooks
         self.state = None
         self._opener: StateOpener | None = None
         self._initialized = False
@@ -121,7 +134,7 @@ class StatefulBoltAdapter(CheckpointHandler):
 
     # ---- checkpoints ----
     def handle_checkpoint(self, tup, action: str, txid: int) -> bool:
-        user = self.user
+        user = self._hooks
         if action == PREPARE:
             if not self._initialized:
                 return False  # a restarted task before its INITSTATE: make the spout recover

@@ -17,6 +17,7 @@ cdef class Outbox:
     cdef object _large_bytes
     cdef object _report_error
     cdef object _new_routes
+    cdef object _untracked_fail
 
     cpdef route(self, dict routes, task, stream, values, bint direct=*)
     cpdef _counted(self, task, out, values, targets)

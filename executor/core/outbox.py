@@ -38,7 +38,8 @@ EmitListener = Callable[[str, int, str, list], None]
 class Outbox:
     __slots__ = ("component_id", "_slot_queues", "_task_slot", "_bufs", "_batch_size", "pending_emits",
                  "_pending_acks", "_acker_tasks", "_n_ackers", "has_ackers", "_local_acker", "_root_bits",
-                 "_listener", "_max_tuple_bytes", "_large_bytes", "_report_error", "_new_routes")
+                 "_listener", "_max_tuple_bytes", "_large_bytes", "_report_error", "_new_routes",
+                 "_untracked_fail")
 
     def __init__(self, component_id: str, slot_queues: list, task_slot: dict[int, int], *, batch_size: int,
                  max_tuple_bytes: int, acker_tasks: list[int], local_tasks: frozenset[int] | set[int],
@@ -67,6 +68,9 @@ class Outbox:
         self._large_bytes = 0
         self._report_error = report_error
         self._new_routes: tuple | None = None
+        # Exactly-once (barrier-only) topologies: what a fail of a tuple outside every tuple tree
+        # means (executor/checkpoint/barrier_mode.py); None: nothing, as in Storm.
+        self._untracked_fail: Callable[[Tuple], None] | None = None
 
     # ---- validation: the emit prologue of every collector ----
     def route(self, routes: dict, task: int, stream: str, values, direct: bool = False):
@@ -250,6 +254,13 @@ class Outbox:
                 self._send_pending_acks()
             for root in a2i:
                 self.to_acker(root, (ACKER_FAIL, root))
+        elif self._untracked_fail is not None:
+            self._untracked_fail(tup)
+
+    def on_untracked_fail(self, fn: Callable[[Tuple], None] | None) -> None:
+        """Call fn(tup) when a tuple outside every tuple tree is failed (exactly-once topologies:
+        the checkpoint must not commit without it)."""
+        self._untracked_fail = fn
 
     def to_acker(self, root: int, payload: tuple) -> None:
         """A control message about tree `root`, to the acker that owns it."""

@@ -1,7 +1,9 @@
 """Stateful bolts and checkpoints (Storm's State-checkpointing), on a LocalCluster and on the
 dev cluster: a stateful sum behind a forwarding bolt commits every number exactly once when
 nothing fails, and acks each number only after the commit that includes it; so does one fed by
-a stateful spout in exactly-once mode, the checkpoint steps passing through the spout."""
+a stateful spout in exactly-once mode, the checkpoint steps passing through the spout, with no
+acker traffic for its numbers, with a window holding tuples on the way, and across a rollback
+that a failed tuple asks for."""
 
 import pytest
 
@@ -52,3 +54,72 @@ def test_exactly_once_sum_commits_every_number_once(cluster):
     # the spout's state was given it before its first emit, as the checkpoint spout's INITSTATE
     # passed through it
     assert [x["next"] for x in r.records("numbers", "init")][:1] == [1]
+
+
+def commits(results) -> list[int]:
+    return sorted(x["txid"] for x in results.records("sum", "committed"))
+
+
+def rollbacks_per_task(results) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for x in results.records("sum", "rollback"):
+        out[x["task"]] = out.get(x["task"], 0) + 1
+    return out
+
+
+def executed(cluster, name: str) -> dict[str, int]:
+    """Tuples executed per bolt, system ones (the acker) included, as the REST API counts them."""
+    from daemons.answers.details import TopologyDetails
+    from daemons.reports.views import topology_detail
+
+    page = topology_detail(TopologyDetails.from_wire(cluster.topology_details(name)), include_sys=True)
+    return {b["boltId"]: int(b["executed"] or 0) for b in page["bolts"]}
+
+
+def test_exactly_once_data_tuples_cost_the_acker_nothing(cluster):
+    n = 3000
+    run = cluster.submit("exactly_once_sum.py", "eonoack", {"numbers.n": n})
+    r = run.results
+    run.wait(lambda: committed_totals(r) == (n * (n + 1) // 2, n),
+             lambda: f"the committed sum and count {committed_totals(r)} to be {(n * (n + 1) // 2, n)}")
+    # The spout's ack of n came with the COMMIT of a checkpoint that holds it: every sum task had
+    # prepared that checkpoint, with n counted, before the ack.
+    run.wait(lambda: r.ids("ack", "numbers") == [n], lambda: f"the last number ({n}) acked")
+    acked_at = r.records("numbers", "ack")[0]["t"]
+    prepared: dict[int, dict[int, int]] = {}
+    for x in r.records("sum", "prepared"):
+        if x["t"] <= acked_at:
+            prepared.setdefault(x["txid"], {})[x["task"]] = x["count"]
+    tasks = {x["task"] for x in r.records("sum", "init")}
+    assert any(set(by) == tasks and sum(by.values()) == n for by in prepared.values()), prepared
+    # Only the checkpoint steps went through the acker (a few tuples per step), never the numbers
+    # (at least once, every number would be three: its tree's start and two acks).
+    counts = run.wait(lambda: (c := executed(cluster, "eonoack")).get("sum", 0) >= n and c.get("__acker", 0) > 0 and c,
+                      lambda: f"the stats to count the sum's {n} numbers: {executed(cluster, 'eonoack')}")
+    assert counts["__acker"] < n, f"the acker executed {counts['__acker']} tuples for {n} numbers ({counts})"
+
+
+def test_exactly_once_commits_while_a_window_holds_tuples(cluster):
+    n = 2000  # as topologies/exactly_once_window.py
+    run = cluster.submit("exactly_once_window.py", "eowin")
+    r = run.results
+    want = (n * (n + 1) // 2, n // 10)  # every number once, in n / 10 windows
+    run.wait(lambda: committed_totals(r) == want,
+             lambda: f"the committed sum and window count {committed_totals(r)} to be {want}")
+    # The spout has stopped and the window holds its last 100 numbers: checkpoints go on.
+    last = max(commits(r))
+    run.wait(lambda: max(commits(r)) >= last + 3, lambda: f"three more commits after txid {last}: {commits(r)[-5:]}")
+    assert committed_totals(r) == want
+    assert r.records("window", "window")[-1]["held"] == 100
+    # none rolled back but the one every exactly-once start does
+    assert set(rollbacks_per_task(r).values()) == {1}, rollbacks_per_task(r)
+
+
+def test_exactly_once_a_failed_tuple_rolls_back_and_counts_once(cluster):
+    run = cluster.submit("exactly_once_sum.py", "eofail", {"numbers.n": N, "numbers.fail.once": N // 2})
+    r = run.results
+    run.wait(lambda: committed_totals(r) == (N * (N + 1) // 2, N),
+             lambda: f"the committed sum and count {committed_totals(r)} to be {(N * (N + 1) // 2, N)}")
+    assert [x["values"] for x in r.records("relay", "failed")] == [[N // 2]]
+    # the start's rollback, then the one the failed tuple asked for
+    assert all(k >= 2 for k in rollbacks_per_task(r).values()), rollbacks_per_task(r)

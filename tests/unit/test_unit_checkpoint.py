@@ -98,11 +98,96 @@ def _cp(task, action, txid):
     return (9, Tuple([txid, action], task, CHECKPOINT_STREAM, "up", Fields(["txid", "action"]), None))
 
 
-def _forwarder(exactly_once):
+def _forwarder(exactly_once, inner=None, restored=True):
+    """`restored`: the INITSTATE of a topology's start has passed (what an exactly-once task
+    needs before a PREPARE)."""
     collector = _Collector()
-    fw = CheckpointForwarder(_Inner(collector.events))
+    fw = CheckpointForwarder(inner or _Inner(collector.events))
     fw.prepare({"topology.state.exactly.once": exactly_once}, _context(), collector)
+    if restored:
+        fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
+        collector.events.clear()
     return fw, collector
+
+
+def test_a_task_started_afresh_fails_prepares_until_a_rollback_reached_it():
+    # exactly-once: its worker died, so tuples in flight to it may be lost (executor/checkpoint/barrier_mode.py)
+    fw, c = _forwarder(True, restored=False)
+    fw.execute_batch([_cp(1, PREPARE, 3), _cp(2, PREPARE, 3)])
+    assert [e[0] for e in c.events] == ["ack", "fail"]  # the first copy waits, the barrier's step fails
+    c.events.clear()
+    fw.execute_batch([_cp(1, ROLLBACK, 3), _cp(2, ROLLBACK, 3), _cp(1, PREPARE, 3), _cp(2, PREPARE, 3)])
+    assert [e for e in c.events if e[0] in ("emit", "fail")] == [("emit", CHECKPOINT_STREAM, [3, ROLLBACK]),
+                                                                  ("emit", CHECKPOINT_STREAM, [3, PREPARE])]
+    # Storm's own (at-least-once) mode passes a PREPARE on at once, as Storm's forwarder does
+    fw, c = _forwarder(False, restored=False)
+    fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
+    assert ("emit", CHECKPOINT_STREAM, [0, PREPARE]) in c.events
+
+
+def test_a_gap_fails_the_next_prepare_of_the_workers_bolts_until_a_rollback():
+    from executor.checkpoint.barrier_mode import LinkHealth
+    from executor.transport.sequenced import LinkGap
+
+    links = LinkHealth("w1")
+    c = _Collector()
+    fw = CheckpointForwarder(_Inner(c.events), links)
+    fw.prepare({"topology.state.exactly.once": True}, _context(), c)
+    fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
+    links.gap(LinkGap(1, 3, 5))
+    c.events.clear()
+    fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
+    assert c.events[-1] == ("fail", 2, [0, PREPARE])
+    fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
+    assert c.events[-2:] == [("emit", CHECKPOINT_STREAM, [0, PREPARE]), ("ack", 2, [0, PREPARE])]
+
+
+class _Holding(_Inner):
+    """A bolt whose output leaves the topology: it holds what it gets, prepares it at a PREPARE,
+    publishes it at a COMMIT (as the Spark sink's rows)."""
+
+    def __init__(self, log, ok=True):
+        super().__init__(log)
+        self.held, self.prepared, self.ok = [], {}, ok
+
+    def execute(self, tup):
+        self.held.append(tup.values[0])
+
+    def prepare_output(self, txid):
+        self.log.append(("prepared", txid, list(self.held)))
+        self.prepared[txid], self.held = self.held, []
+        return self.ok
+
+    def commit_output(self, txid):
+        for t in sorted(t for t in self.prepared if t <= txid):
+            self.log.append(("published", t, self.prepared.pop(t)))
+        return True
+
+    def rollback_output(self, txid):
+        self.log.append(("discarded", sorted(self.prepared), list(self.held)))
+        self.prepared, self.held = {}, []
+
+
+def test_an_output_is_prepared_at_the_barrier_published_at_commit_and_discarded_at_rollback():
+    events = []
+    fw, c = _forwarder(True, _Holding(events))
+    fw.execute_batch([_data(1, "a"), _data(2, "b"), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0), _data(1, "c")])
+    assert events == [("prepared", 0, ["a", "b"])]  # "c" came after the barrier: the next checkpoint's
+    assert ("emit", CHECKPOINT_STREAM, [0, PREPARE]) in c.events
+    fw.execute_batch([_cp(1, COMMIT, 0), _cp(2, COMMIT, 0)])
+    assert events[-1] == ("published", 0, ["a", "b"])
+    fw.execute_batch([_data(2, "d"), _cp(1, PREPARE, 1), _cp(2, PREPARE, 1), _cp(1, ROLLBACK, 1), _cp(2, ROLLBACK, 1)])
+    assert events[-1] == ("discarded", [1], [])
+    events.clear()
+    fw, c = _forwarder(True, _Holding(events, ok=False))
+    fw.execute_batch([_data(1, "a"), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
+    assert events == [("prepared", 0, ["a"])]
+    assert [e for e in c.events if e[0] in ("emit", "fail")] == [("fail", 2, [0, PREPARE])]
+    # Storm's own mode: the bolt is only forwarded through
+    events.clear()
+    fw, c = _forwarder(False, _Holding(events))
+    fw.execute_batch([_data(1, "a"), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
+    assert events == []
 
 
 def test_aligned_barrier_holds_an_input_until_every_input_sent_it():

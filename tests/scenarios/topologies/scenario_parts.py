@@ -14,7 +14,16 @@ import json
 import os
 import time
 
-from executor.api import BaseStatefulBolt, BaseStatefulWindowedBolt, BasicBolt, Bolt, Spout
+from executor.api import (
+    BaseStatefulBolt,
+    BaseStatefulSpout,
+    BaseStatefulWindowedBolt,
+    BaseWindowedBolt,
+    BasicBolt,
+    Bolt,
+    FailedException,
+    Spout,
+)
 
 RESULTS_KEY = "scenario.results.dir"
 
@@ -299,13 +308,73 @@ RELAY_FIELDS = ["n"]
 
 
 class Relay(BasicBolt):
-    """Passes every tuple on (anchored, as a BasicBolt does)."""
+    """Passes every tuple on (anchored, as a BasicBolt does); the first time it sees the number
+    `numbers.fail.once` (topology config), it fails it instead (FailedException), once per task."""
 
     def declare_output_fields(self, declarer):
         declarer.declare(RELAY_FIELDS)
 
+    def prepare(self, conf, context):
+        self.fail_once = conf.get("numbers.fail.once")
+        self.conf, self.context = conf, context
+
     def execute(self, tup, collector):
+        if self.fail_once is not None and tup.values[0] == self.fail_once:
+            self.fail_once = None
+            Recorder(self.conf, self.context).record("failed", values=list(tup.values))
+            raise FailedException(f"number {tup.values[0]} failed once, on purpose")
         collector.emit(list(tup.values))
+
+
+class CountingSpout(BaseStatefulSpout, Paced):
+    """Emits next, next+1, ... up to n (`numbers.n` in the topology config, else n) and stops;
+    `next` is its state (rewound on a rollback). Records its inits and the ack of n."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["n"])
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+        self.n = int(conf.get("numbers.n", self.n))
+        self.pace(conf)
+
+    def init_state(self, state):
+        self.state = state
+        self.next = state.get("next", 1)
+        self.rec.record("init", next=self.next)
+
+    def next_tuple(self):
+        if self.next > self.n or not self.may_emit():
+            return
+        n = self.next
+        self.next += 1
+        self.state.put("next", self.next)
+        self.collector.emit([n], msg_id=n)
+
+    def ack(self, msg_id):
+        if msg_id == self.n:
+            self.rec.record("ack", id=msg_id)
+
+
+class NewSums(BaseWindowedBolt):
+    """A windowed bolt without state: emits the sum of each window's new numbers (so that every
+    number is summed once downstream, whatever the window's length) and records it ("window")."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(RELAY_FIELDS)
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.rec = Recorder(conf, context)
+
+    def execute(self, window):
+        new = [t.values[0] for t in window.get_new()]
+        self.rec.record("window", new=len(new), held=len(window.get()))
+        self.collector.emit([sum(new)])
 
 
 class SumBolt(BaseStatefulBolt):
@@ -332,6 +401,9 @@ class SumBolt(BaseStatefulBolt):
 
     def pre_commit(self, txid):
         self.rec.record("committed", txid=txid)
+
+    def pre_rollback(self):
+        self.rec.record("rollback")
 
 
 class RecordStatefulWindows(BaseStatefulWindowedBolt):

@@ -1,0 +1,83 @@
+"""Exactly-once without per-tuple tracking (Flink's asynchronous barrier snapshots on Storm's
+`$checkpoint` stream; docs/state.md, "Exactly-once"). With `topology.state.exactly.once: true`
+the stateful spouts emit their tuples outside every tuple tree: nothing goes to the acker, a
+data tuple has no timeout, and `ack`, `fail` and anchors cost next to nothing. Only the
+checkpoint steps are tuple trees (a few per second): a checkpoint is complete when every task
+has aligned its barrier from all its inputs and stored its state, which over in-order links
+means every tuple sent before the barrier has been processed.
+
+A tuple lost in flight is never silent; each way one can be lost rolls the whole topology back
+to the last complete checkpoint:
+- a worker dies: its tasks start afresh and fail the next PREPARE until a ROLLBACK or
+  INITSTATE reached them (executor/checkpoint/forwarder.py, stateful.py, spout_side.py), and
+  the step under way, if it crossed the dead worker, times out;
+- a link loses a payload between two live workers: the receiving worker's links are numbered
+  (executor/transport/sequenced.py), a gap counts in its `LinkHealth`, and each of its bolt
+  tasks fails the next PREPARE;
+- a bolt fails a tuple (`collector.fail`, a failed write): the checkpoint spout is asked to roll
+  back (`RollbackAsker`, through the outbox's untracked-fail hook);
+- a checkpoint step does not complete within `topology.message.timeout.secs`: its tree fails."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Mapping
+
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.serialization import CHECKPOINT_FAILED
+
+log = logging.getLogger(__name__)
+
+_ASK_EVERY_SECS = 1.0  # a bolt failing every tuple asks once a second, not once per tuple
+
+
+def barrier_only(conf: Mapping[str, Any]) -> bool:
+    """Whether checkpoints alone decide what is processed (no per-tuple tracking)."""
+    return bool(conf.get("topology.state.exactly.once"))
+
+
+def coordinator_task(context) -> int | None:
+    """The checkpoint spout's task, or None in a topology without checkpoints."""
+    tasks = context.component_tasks(CHECKPOINT_COMPONENT)
+    return tasks[0] if tasks else None
+
+
+class RollbackAsker:
+    """What a failed tuple outside every tree does in that mode: the checkpoint spout is told to
+    roll the topology back (the tuple's input is replayed from the last commit)."""
+
+    __slots__ = ("_send", "_coordinator", "_name", "_last", "asked")
+
+    def __init__(self, send, coordinator: int, name: str):
+        self._send = send                  # the outbox's send(task, payload)
+        self._coordinator = coordinator
+        self._name = name
+        self._last = float("-inf")
+        self.asked = 0
+
+    def __call__(self, tup) -> None:
+        now = time.monotonic()
+        if now - self._last < _ASK_EVERY_SECS:
+            return
+        self._last = now
+        self.asked += 1
+        log.info("bolt %s failed a tuple from task %s: asking for a rollback to the last checkpoint",
+                 self._name, tup.source_task)
+        self._send(self._coordinator, (CHECKPOINT_FAILED, tup.source_task))
+
+
+class LinkHealth:
+    """A worker's count of gaps in its numbered links (written on its receive thread, read by
+    its bolts' checkpoint handlers at each PREPARE: a plain int, read whole)."""
+
+    __slots__ = ("worker", "gaps")
+
+    def __init__(self, worker: str):
+        self.worker = worker
+        self.gaps = 0
+
+    def gap(self, gap: Exception) -> None:
+        self.gaps += 1
+        log.warning("worker %s: a link lost payloads (%s); the next checkpoint fails and the topology "
+                    "rolls back to the last one", self.worker, gap)
