@@ -39,6 +39,10 @@ Semantics:
 
   Choose fields that identify a record in your data (e.g. a message id, or word and count for
   running counts). Without dedupe_fields, duplicates from replays stay in the table.
+- Exactly-once in a topology with `topology.state.exactly.once: true` (executor/checkpoint/):
+  rows are written at each checkpoint's PREPARE, kept invisible, and published at its COMMIT,
+  once (_prepared.py); the raw table then holds every row exactly once. Rows show a checkpoint
+  interval plus a write after they arrive.
 - Types: from `schema` (a Spark DDL string such as "word STRING, count BIGINT") or inferred
   from the first batch written to the table, then recorded in `<path>/_storm_sink.json` and
   enforced: a row whose value does not fit its column is not written, its tuple is failed and
@@ -76,11 +80,13 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import shutil
 import time
 from typing import Any, Callable, Iterable
 
 from executor.components import Bolt
 from executor.sinks import _layout as L
+from executor.sinks import _prepared as P
 from executor.sinks import _table as T
 from executor.sinks._compact import Policy, RunResult, compact
 from executor.sinks._integrity import (
@@ -243,6 +249,12 @@ class SparkSinkBolt(Bolt):
         self.blocked_secs = 0.0  # time this executor waited for the writer: the sink's back-pressure
         self._table = self._table_writer(conf)
         self._check_table(self._table)
+        # Exactly-once topologies: rows are written at each checkpoint's PREPARE and published at
+        # its COMMIT (prepare_output below; executor/sinks/_prepared.py), not by size or time.
+        self._two_phase = bool(conf.get("topology.state.exactly.once"))
+        self._txn_dir = P.task_dir(L.table_dir(self.path), str(conf.get("topology.name") or context.storm_id),
+                                   self._task)
+        self._staged: list[tuple[str, Any]] = []  # two-phase: batches staged since the last PREPARE
         self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
                                    lambda rows: self._commit(self._table, rows), on_stop=self._table.close)
         self._results = self._writer.results
@@ -280,6 +292,9 @@ class SparkSinkBolt(Bolt):
     def execute(self, tup) -> None:
         if not self._results.empty():
             self._drain()
+        if self._two_phase:
+            self._hold(tup)
+            return
         if tup.is_tick():
             if self._rows and time.monotonic() - self._first_at >= self.flush_interval_secs:
                 self._submit("interval")
@@ -305,6 +320,96 @@ class SparkSinkBolt(Bolt):
         if len(rows) >= self.batch_size:
             self._submit("size")
 
+    def _hold(self, tup) -> None:
+        """Two-phase: keep the row until the checkpoint; a full batch is staged at once (memory
+        stays bounded by batch_size rows), still invisible until the COMMIT."""
+        if tup.is_tick():
+            return
+        row = self._row(tup)
+        if row is None:
+            return
+        self._rows.append(row)
+        self._tuples.append(tup)
+        if len(self._rows) >= self.batch_size:
+            self._stage_held()
+
+    def _row(self, tup):
+        key = (tup.source_component, tup.source_stream)
+        index = self._mapping.get(key, _UNSEEN)
+        if index is _UNSEEN:
+            index = self._mapping[key] = self._index_for(tup)
+        if index is None:
+            return tup.values
+        if index is False:
+            self._reject(tup, f"stream {key[1]!r} of {key[0]!r} declares {tup.fields.to_list() if tup.fields else []}, "
+                              f"which lacks some of the sink's columns {self._columns}")
+            return None
+        values = tup.values
+        return [values[i] for i in index]
+
+    def _stage_held(self) -> None:
+        rows, tuples = self._rows, self._tuples
+        self._rows, self._tuples = [], []
+        batch_id, staged, rejected = self._table.stage(rows)
+        if batch_id is not None:
+            self._staged.append((batch_id, staged))
+        collector = self._collector
+        for i, t in enumerate(tuples):
+            if i in rejected:
+                collector.fail(t)  # exactly-once: the topology rolls back (the error says why)
+            else:
+                collector.ack(t)
+        self.rows_acked += len(tuples) - len(rejected)
+        if rejected:
+            self.rows_failed += len(rejected)
+            collector.report_error(SinkWriteError(
+                f"Spark sink {self.path}: {len(rejected)} rows do not fit the table schema; first: "
+                f"{rejected[min(rejected)]}"))
+
+    # ---- exactly-once (executor/checkpoint/api.py, CheckpointedOutput) ----
+    def prepare_output(self, txid: int) -> bool:
+        """PREPARE: the rows received before the barrier, written and kept under the txid."""
+        try:
+            if self._rows:
+                self._stage_held()
+            P.prepare(self._txn_dir, txid, self._staged)
+            self._staged = []
+            return True
+        except Exception as exc:
+            self._output_failed("preparing", txid, exc)
+            return False
+
+    def commit_output(self, txid: int) -> bool:
+        """COMMIT: every prepared txid up to this one made visible, once."""
+        table = L.table_dir(self.path)
+        try:
+            rows = P.publish(table, self._txn_dir, txid, lambda final, batch_id: T.batch_entry(table, batch_id))
+        except Exception as exc:
+            self._output_failed("publishing", txid, exc)
+            return False
+        if rows:
+            self.batches_committed += 1
+            self._table.compactor.wake()
+        self._failing = 0
+        return True
+
+    def rollback_output(self, txid: int) -> None:
+        """ROLLBACK: what was received or prepared since the last commit is discarded."""
+        self._rows, self._tuples = [], []
+        for _batch_id, staged in self._staged:
+            shutil.rmtree(staged, ignore_errors=True)
+        self._staged = []
+        P.discard(self._txn_dir, txid)
+
+    def _output_failed(self, what: str, txid: int, exc: BaseException) -> None:
+        self.writes_failed += 1
+        self._failing += 1
+        log.debug("Spark sink %s: %s txid %d failed", self.path, what, txid, exc_info=exc)
+        if self._failing == 1:  # one report per run of failures, as for writes
+            self._collector.report_error(SinkWriteError(
+                f"Spark sink for table {L.table_dir(self.path)}: {what} checkpoint {txid} failed, the topology "
+                f"rolls back to the last one; further failures in a row are not reported: {summarize_error(exc)}"))
+
     def _index_for(self, tup):
         """None when the tuple's values are the row as they are; else the indexes to pick; False
         when the stream lacks a column."""
@@ -328,11 +433,13 @@ class SparkSinkBolt(Bolt):
         self._writer.submit(batch)
         self._in_flight += 1
 
-    def _wait_for_room(self) -> None:
-        """Block this executor until the writer finishes a write: the back-pressure that bounds the
-        sink's memory. Results are handled meanwhile, as acks must come from this thread."""
+    def _wait_for_room(self, most: int | None = None) -> None:
+        """Block this executor until at most `most` writes (default: one less than
+        max_pending_batches) are in flight: the back-pressure that bounds the sink's memory.
+        Results are handled meanwhile, as acks must come from this thread."""
+        most = self.max_pending_batches - 1 if most is None else most
         t0 = time.monotonic()
-        while self._in_flight >= self.max_pending_batches:
+        while self._in_flight > most:
             try:
                 res = self._results.get(timeout=1.0)
             except queue.Empty:

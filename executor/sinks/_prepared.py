@@ -1,0 +1,115 @@
+"""The Spark sink's two-phase commit in exactly-once topologies (Flink's TwoPhaseCommitSinkFunction,
+Spark's file sink with its batch ids), on the checkpoints of executor/checkpoint/. No Spark here.
+
+    <table>/_storm_prepared/<topology>-t<task>/<txid>/
+        <batch id>/              a batch written at checkpoint txid's PREPARE, not yet visible
+        batches.json             ["<batch id>", ...]: what txid holds (written last)
+
+At PREPARE the rows received before the barrier are written (staged, as any batch) and moved
+here under the checkpoint's txid: durable, invisible to readers. At COMMIT every prepared txid up
+to the committed one is published: each batch renamed into the table and listed by one commit
+of the table log, unless the log lists it already (so a COMMIT repeated after a crash adds
+nothing twice), then the txid's directory goes. At ROLLBACK the prepared txids from the rolled
+back one on are deleted. The directory is named after the topology and task, not the process:
+a sink task started afresh finds and publishes (or discards) what its predecessor prepared.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from executor.sinks import _layout as L
+from executor.sinks import _log as G
+
+log = logging.getLogger(__name__)
+
+PREPARED_DIR = "_storm_prepared"
+LISTING = "batches.json"
+_TXID = re.compile(r"^\d{12}$")
+
+
+def task_dir(table: Path, topology: str, task: int) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", topology) or "_"
+    return table / PREPARED_DIR / f"{safe}-t{int(task)}"
+
+
+def txid_name(txid: int) -> str:
+    return f"{int(txid):012d}"
+
+
+def prepared_txids(tdir: Path) -> list[int]:
+    """The txids prepared and not yet published or discarded, oldest first (a txid directory
+    without its listing is a PREPARE cut short: not prepared)."""
+    try:
+        names = os.listdir(tdir)
+    except FileNotFoundError:
+        return []
+    return sorted(int(n) for n in names if _TXID.match(n) and (tdir / n / LISTING).exists())
+
+
+def prepare(tdir: Path, txid: int, staged: list[tuple[str, Path]]) -> None:
+    """Move fully written staged batches (batch id, directory) under `txid`, then list them: the
+    listing's rename is the moment the txid is prepared."""
+    xdir = tdir / txid_name(txid)
+    xdir.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for batch_id, staged_dir in staged:
+        os.rename(staged_dir, xdir / batch_id)
+        ids.append(batch_id)
+    listing = xdir / LISTING
+    try:  # a PREPARE of this txid again (retried): its batches join those already listed
+        ids = json.loads(listing.read_text(encoding="utf-8")) + ids
+    except FileNotFoundError:
+        pass
+    tmp = xdir / (LISTING + ".tmp")
+    tmp.write_text(json.dumps(ids), encoding="utf-8")
+    os.replace(tmp, listing)
+
+
+def publish(table: Path, tdir: Path, upto: int, entry_of: Callable[[Path, str], G.Entry]) -> int:
+    """Make every batch prepared at a txid <= `upto` visible, once; returns the rows published.
+    `entry_of(batch dir, batch id)` is the log entry of a batch renamed into the table."""
+    rows = 0
+    for txid in prepared_txids(tdir):
+        if txid > upto:
+            break
+        xdir = tdir / txid_name(txid)
+        ids = json.loads((xdir / LISTING).read_text(encoding="utf-8"))
+        logged = G.read_snapshot(table, tombstones=False).batch_rows
+        for batch_id in ids:
+            if batch_id in logged:
+                continue  # published by a COMMIT that was cut short after its log commit
+            final = table / L.batch_dir_name(batch_id)
+            if (xdir / batch_id).exists():
+                os.rename(xdir / batch_id, final)
+            elif not final.exists():
+                raise G.LogError(f"table {table}: prepared batch {batch_id} of txid {txid} is gone from {xdir}")
+            entry = entry_of(final, batch_id)
+            G.commit(table, "append", [entry])
+            rows += max(0, entry.rows)
+        shutil.rmtree(xdir)
+        log.info("table %s: txid %d of %s published (%d batches)", table, txid, tdir.name, len(ids))
+    return rows
+
+
+def discard(tdir: Path, from_txid: int) -> int:
+    """Delete what was prepared at `from_txid` and later (rolled back); returns the txids deleted."""
+    gone = 0
+    try:
+        names = os.listdir(tdir)
+    except FileNotFoundError:
+        return 0
+    for name in names:
+        if _TXID.match(name) and int(name) >= from_txid:
+            shutil.rmtree(tdir / name, ignore_errors=True)
+            gone += 1
+    if gone:
+        log.info("table %s: %d prepared txid(s) of %s from %d discarded (rolled back)", tdir.parent.parent,
+                 gone, tdir.name, from_txid)
+    return gone
