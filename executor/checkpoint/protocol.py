@@ -5,7 +5,9 @@ a checkpoint tuple from every task that sends it one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
+
+from executor.errors import ClearError
 
 CHECKPOINT_COMPONENT = "$checkpointspout"
 CHECKPOINT_STREAM = "$checkpoint"
@@ -104,3 +106,19 @@ def checkpoint_input_tasks(context) -> int:
     comp = context.topology.components[context.this_component_id]
     return sum(len(context.component_tasks(sub.source)) for sub in comp.inputs
                if sub.stream == CHECKPOINT_STREAM)
+
+
+class CheckpointHookError(ClearError):
+    """A user's checkpoint hook raised (init_state, pre_prepare, pre_commit, pre_rollback): the
+    message names the component and the hook; the step fails and is retried with a back-off."""
+
+
+def call_hook(where: str, hook: str, fn: Callable, *args) -> None:
+    """fn(*args), an exception turned into one CheckpointHookError naming `where` and `hook`
+    (and the txid, when that is its argument)."""
+    try:
+        fn(*args)
+    except Exception as exc:
+        txid = f" of txid {args[0]}" if args and type(args[0]) is int else ""
+        raise CheckpointHookError(f"{where}: its {hook}{txid} raised {type(exc).__name__}: {exc}; "
+                                  f"the checkpoint step is retried") from exc

@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 
 _TX_KEY = "__state"
 _MIN_INTERVAL_MS = 100       # as Storm: a shorter interval is raised to this
+# After a step failed (a hook that raises, a provider away), the next waits, doubling up to the
+# cap: a step failing every time must not flood the topology with checkpoint tuples.
+_RETRY_FIRST_SECS = 0.1
+_RETRY_MAX_SECS = 5.0
 
 
 class CheckpointSpout(SpoutAdapter, Spout):
@@ -52,6 +56,8 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._spout_tasks: list[int] = []
         self._rolled_back = False
         self._rollback_requested = False
+        self._retry_secs = 0.0                         # the back-off after failed steps (0: none)
+        self._retry_at = 0.0
         # what the UI and metrics show (executor/checkpoint/stats.py reads them)
         self.last_committed_txid: int | None = None
         self.last_committed_at: float | None = None   # time.time()
@@ -104,7 +110,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
         return True
 
     def next_tuple(self) -> None:
-        if self._in_progress or not self._try_open():
+        if self._in_progress or (self._retry_secs and time.monotonic() < self._retry_at) or not self._try_open():
             return
         if self._recovering:
             if self._exactly_once and not self._rolled_back and self._tx.state == COMMITTED:
@@ -151,8 +157,13 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._recovering = True
         self._rolled_back = False  # exactly-once: every recovery rolls back again
 
+    def _failed_step(self) -> None:
+        self._retry_secs = min(_RETRY_MAX_SECS, self._retry_secs * 2 if self._retry_secs else _RETRY_FIRST_SECS)
+        self._retry_at = time.monotonic() + self._retry_secs
+
     def ack(self, msg_id) -> None:
         self._in_progress = False
+        self._retry_secs = 0.0
         if msg_id != self._tx.txid:
             log.warning("checkpoint spout: ack of txid %r while at %s", msg_id, self._tx)
             return
@@ -181,6 +192,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
 
     def fail(self, msg_id) -> None:
         self._in_progress = False
+        self._failed_step()
         if not self._recovering:
             log.info("checkpoint spout %s: txid %r failed at %s; recovering", self._namespace, msg_id, self._tx)
         self._start_recovery()
@@ -201,6 +213,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
             except Exception:
                 pass
             self._recovering = True
+            self._failed_step()
             return False
         self._tx = tx
         return True

@@ -18,6 +18,7 @@ from executor.checkpoint.protocol import (
     INITSTATE,
     PREPARE,
     ROLLBACK,
+    call_hook,
     state_namespace,
 )
 from executor.serialization import ACKER_FAIL
@@ -38,6 +39,7 @@ class StatefulSpoutAdapter(SpoutAdapter):
         self._opener: StateOpener | None = None
 
     def open(self, conf, context, collector) -> None:
+        self._where = f"stateful spout {context.this_component_id}:{context.this_task_id}"
         self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self.user.open(conf, context, collector)
         self._open_state()
@@ -85,13 +87,13 @@ class StatefulSpoutAdapter(SpoutAdapter):
             if not self._open_state():
                 return False
             self.state.rollback()
-            if self.initialized:
-                self.user.init_state(self.state)  # rewind to the committed position
+            if self.initialized:  # rewind to the committed position
+                call_hook(self._where, "init_state", self.user.init_state, self.state)
         elif action == INITSTATE:
             if not self.initialized:
                 if not self._open_state():
                     return False
-                self.user.init_state(self.state)
+                call_hook(self._where, "init_state", self.user.init_state, self.state)
                 self.initialized = True
         return True
 

@@ -15,7 +15,7 @@ import logging
 from executor.checkpoint.api import BaseStatefulBolt
 from executor.checkpoint.forwarder import CheckpointHandler
 from executor.checkpoint.opener import StateOpener
-from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, state_namespace
+from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, call_hook, state_namespace
 from executor.errors import EmitError
 from executor.state.errors import StateUnavailableError
 from executor.tuple import DEFAULT_STREAM
@@ -102,6 +102,9 @@ class StatefulBoltAdapter(CheckpointHandler):
         mode (a rollback restores it with the state) or when it is persistent."""
         return self._window is not None and (self.exactly_once or self._window.persistent)
 
+    def _where(self) -> str:
+        return f"stateful bolt {self._name()}"
+
     def prepare_inner(self, conf, context, collector) -> None:
         self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self._tracking = AckTrackingCollector(collector, f"{context.this_component_id!r} task {context.this_task_id}",
@@ -138,7 +141,7 @@ class StatefulBoltAdapter(CheckpointHandler):
         if action == PREPARE:
             if not self._initialized:
                 return False  # a restarted task before its INITSTATE: make the spout recover
-            user.pre_prepare(txid)
+            call_hook(self._where(), "pre_prepare", user.pre_prepare, txid)
             if self._window_checkpointed():
                 self._window.save_to(self.state)
             self.state.prepare_commit(txid)
@@ -146,7 +149,7 @@ class StatefulBoltAdapter(CheckpointHandler):
         elif action == COMMIT:
             if not self._open_state():
                 return False
-            user.pre_commit(txid)
+            call_hook(self._where(), "pre_commit", user.pre_commit, txid)
             self.state.commit(txid)
             ack = self._collector.ack
             for t in self._prepared:
@@ -155,7 +158,7 @@ class StatefulBoltAdapter(CheckpointHandler):
         elif action == ROLLBACK:
             if not self._open_state():
                 return False
-            user.pre_rollback()
+            call_hook(self._where(), "pre_rollback", user.pre_rollback)
             self.state.rollback()
             if self._window_checkpointed():
                 self._window.restore_from(self.state)
@@ -174,7 +177,7 @@ class StatefulBoltAdapter(CheckpointHandler):
                     return False
                 if self._window_checkpointed():
                     self._window.restore_from(self.state)
-                user.init_state(self.state)
+                call_hook(self._where(), "init_state", user.init_state, self.state)
                 self._initialized = True
                 waiting, self._waiting = self._waiting, []
                 if waiting:

@@ -6,6 +6,8 @@ acker traffic for its numbers, with a window holding tuples on the way, and acro
 that a failed tuple asks for."""
 
 import pytest
+from scenario_harness import DEADLINE
+from testutil import wait_until
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -123,3 +125,27 @@ def test_exactly_once_a_failed_tuple_rolls_back_and_counts_once(cluster):
     assert [x["values"] for x in r.records("relay", "failed")] == [[N // 2]]
     # the start's rollback, then the one the failed tuple asked for
     assert all(k >= 2 for k in rollbacks_per_task(r).values()), rollbacks_per_task(r)
+
+
+def test_a_checkpoint_hook_that_raises_is_named_and_the_step_retried(cluster):
+    n = 500
+    run = cluster.submit("exactly_once_sum.py", "eohook", {"numbers.n": n, "sum.rollback.raises": 3})
+    r = run.results
+    exact = (n * (n + 1) // 2, n)
+    # not run.wait: that fails on the first reported error, and errors are expected here
+    wait_until(lambda: committed_totals(r) == exact, DEADLINE[cluster.mode],
+               lambda: f"the committed sum {committed_totals(r)} to be {exact} once pre_rollback stopped raising "
+                       f"({r.summary()})", interval=0.1)
+
+    def errors() -> str:
+        try:
+            cluster.check_healthy("eohook")
+        except AssertionError as exc:
+            return str(exc)
+        return ""
+
+    text = wait_until(lambda: e if "its pre_rollback raised" in (e := errors()) else None, DEADLINE[cluster.mode],
+                      "the hook's error reported", interval=0.5)
+    assert "stateful bolt sum:" in text and "its pre_rollback raised RuntimeError: pre_rollback refuses" in text, text
+    # each task's start rollback failed three times, then went through
+    assert all(k >= 4 for k in rollbacks_per_task(r).values()), rollbacks_per_task(r)

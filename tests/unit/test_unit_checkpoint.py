@@ -231,3 +231,68 @@ def test_a_state_that_cannot_be_opened_is_reported_and_tried_again_a_second_late
     opener.conf = {"topology.state.provider": "memory"}
     now[0] += 1.0
     assert opener.open() is not None and opener.open() is opener.state
+
+
+class _SpoutCollector:
+    def __init__(self):
+        self.emitted = []
+        self.errors = []
+
+    def emit(self, values, stream="default", msg_id=None):
+        self.emitted.append(list(values))
+
+    def emit_to_tasks(self, tasks, values, stream, msg_id):
+        self.emitted.append(list(values))
+
+    def report_error(self, exc):
+        self.errors.append(str(exc))
+
+
+def test_failed_checkpoint_steps_are_retried_with_a_growing_back_off(monkeypatch):
+    # A hook that raises every time (here: every step fails) must not flood the topology with
+    # checkpoint tuples: each retry waits twice as long as the last, up to 5 s.
+    import executor.checkpoint.spout as cps
+
+    now = [1000.0]
+    monkeypatch.setattr(cps.time, "monotonic", lambda: now[0])
+    structure = SimpleNamespace(spouts={})
+    context = SimpleNamespace(topology=SimpleNamespace(structure=structure), this_component_id="$checkpointspout",
+                              this_task_id=1, storm_id="t-1", component_tasks=lambda c: [])
+    spout = cps.CheckpointSpout()
+    c = _SpoutCollector()
+    spout.open({"topology.name": "backoff", "topology.state.exactly.once": True}, context, c)
+    waits = []
+    for _ in range(8):
+        spout.next_tuple()
+        assert len(c.emitted) == 1, c.emitted  # the recovery's step, once
+        spout.fail(c.emitted.pop()[0])
+        start = now[0]
+        while True:  # step the clock until the spout emits again
+            now[0] += 0.01
+            spout.next_tuple()
+            if c.emitted:
+                break
+        waits.append(round(now[0] - start, 1))
+    assert waits[:3] == [0.1, 0.2, 0.4] and waits[-1] == 5.0, waits
+    assert all(a <= b for a, b in zip(waits, waits[1:])), waits
+    spout.ack(c.emitted.pop()[0])  # a step that goes through ends the back-off
+    assert spout._retry_secs == 0
+
+
+def test_a_hook_that_raises_is_one_error_naming_the_component_and_the_hook():
+    from executor.checkpoint.protocol import CheckpointHookError, call_hook
+
+    def pre_rollback():
+        raise KeyError("k")
+
+    try:
+        call_hook("stateful bolt sum:7", "pre_rollback", pre_rollback)
+    except CheckpointHookError as exc:
+        assert str(exc) == ("stateful bolt sum:7: its pre_rollback raised KeyError: 'k'; the checkpoint step "
+                            "is retried")
+    else:
+        raise AssertionError("no error")
+    try:
+        call_hook("stateful bolt sum:7", "pre_commit", lambda txid: 1 / 0, 12)
+    except CheckpointHookError as exc:
+        assert "its pre_commit of txid 12 raised ZeroDivisionError" in str(exc)

@@ -379,11 +379,13 @@ class NewSums(BaseWindowedBolt):
 
 class SumBolt(BaseStatefulBolt):
     """Sums the numbers it gets in its state; records what each PREPARE captured ("prepared":
-    txid, sum, count) and each COMMIT ("committed": txid)."""
+    txid, sum, count), each COMMIT ("committed": txid) and each rollback ("rollback"). Its
+    pre_rollback raises the first `sum.rollback.raises` times (topology config; default never)."""
 
     def prepare(self, conf, context, collector):
         self.collector = collector
         self.rec = Recorder(conf, context)
+        self.raises = int(conf.get("sum.rollback.raises", 0))
 
     def init_state(self, state):
         self.state = state
@@ -404,6 +406,9 @@ class SumBolt(BaseStatefulBolt):
 
     def pre_rollback(self):
         self.rec.record("rollback")
+        if self.raises > 0:
+            self.raises -= 1
+            raise RuntimeError("pre_rollback refuses, on purpose")
 
 
 class RecordStatefulWindows(BaseStatefulWindowedBolt):
