@@ -5,13 +5,19 @@ test causes: a SIGKILLed worker and a Redis server stopped for a few seconds.
 - exactly-once (`topology.state.exactly.once: true`, a BaseStatefulSpout): the committed sum
   and count of 1..N are exact, and the count never passes N;
 - the default (Storm's at-least-once): no number is lost (every number in the committed state,
-  the sum at least the exact one)."""
+  the sum at least the exact one);
+- exactly-once into the Spark table: each worker SIGKILLed in turn, the raw table (no dedupe)
+  holds every number exactly once."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -183,3 +189,58 @@ def test_a_persistent_window_survives_a_killed_worker(tmp_path, shared_dev_clust
         assert windowed() == set(range(1, n + 1))
         assert len(r.records("window", "init")) >= 2, r.summary()  # the window's task started again
         harness.kill("pwin")
+
+
+def _spout_position(redis, name: str) -> int:
+    """The numbers the spout's committed state says it has emitted (its committed `next` - 1)."""
+    import redis as redis_py
+
+    client = redis_py.Redis(host=redis.host, port=redis.port, socket_timeout=5, socket_connect_timeout=5)
+    try:
+        prefix = redis.provider_config().get("key_prefix", "storm-py")
+        for key in client.scan_iter(f"{prefix}:{name}/numbers-*:committed"):
+            state = {decode(k): decode(v) for k, v in client.hgetall(key).items()}
+            return int(state.get("next", 1)) - 1
+        return 0
+    finally:
+        client.close()
+
+
+def _published_rows(table: Path) -> int:
+    """Rows the table's log lists (no Spark: the log alone)."""
+    from executor.sinks import _log as G
+
+    if not G.exists(table):
+        return 0
+    return sum(max(0, n) for n in G.read_snapshot(table, tombstones=False).batch_rows.values())
+
+
+@pytest.mark.spark
+def test_exactly_once_table_holds_each_number_once_through_worker_kills(tmp_path, shared_dev_cluster, redis_server):
+    if shutil.which("java") is None:
+        pytest.skip("needs Java")
+    table = tmp_path / "table"
+    name = "eotable"
+    with _dev_harness(tmp_path, shared_dev_cluster) as (dev, harness):
+        harness.submit("exactly_once_table.py", name, {**redis_server.conf(), **RUN, "numbers.table": str(table)})
+        storm_id = harness.storm_ids[name]
+        for round_ in range(2):  # each worker in turn, once numbers are being committed
+            floor = _spout_position(redis_server, name)
+            wait_until(lambda f=floor: _spout_position(redis_server, name) >= f + 300, DEADLINE,
+                       lambda r=round_: f"{name}: 300 more numbers committed before kill {r + 1} "
+                               f"({_spout_position(redis_server, name)})", interval=0.5, tolerate=(OSError,))
+            pids = wait_until(lambda: p if len(p := sorted(dev.worker_pids(storm_id).items())) == 2 else None,
+                              DEADLINE, "two workers running", interval=0.5)
+            dev.kill_worker(pids[round_][0])
+        wait_until(lambda: _published_rows(table) >= N, DEADLINE,
+                   lambda: f"{name}: all {N} numbers published ({_published_rows(table)} rows, spout at "
+                           f"{_spout_position(redis_server, name)})", interval=1.0, tolerate=(OSError,))
+        harness.kill(name)
+    script = ("import json, sys; from executor.sinks.spark import read_table; "
+              "ids = [r[0] for r in read_table(sys.argv[1], dedupe=False).select('n').collect()]; "
+              "print(json.dumps({'rows': len(ids), 'distinct': len(set(ids)), 'min': min(ids), 'max': max(ids)}))")
+    out = subprocess.run([sys.executable, "-c", script, str(table)], capture_output=True, text=True, timeout=180,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"rows": N, "distinct": N, "min": 1, "max": N}, got
