@@ -333,6 +333,33 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
             "recovering": bool(extra.get("recovering", True))}
 
 
+def checkpoint_stall(topo: _Topo) -> str | None:
+    """A topology with state whose checkpoints stopped committing, and why, in words; None when
+    they commit (or before the checkpoint spout reported). Stopped: no commit for ten intervals,
+    and at least 30 s (on the workers' clock against Nimbus's: one machine in a dev cluster)."""
+    d = topo.details
+    if d.status != "active" or topo.component(CHECKPOINT_COMPONENT) is None:
+        return None
+    extra = next((r.extra for r in topo.component_records(CHECKPOINT_COMPONENT) if r.extra), None)
+    if not extra:
+        return None
+    interval = max(0.1, float(d.conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000)
+    at = extra.get("last_committed_at")
+    since = d.now_secs - (float(at) if at is not None else float(d.launch_time_secs))
+    if since < max(30.0, 10 * interval):
+        return None
+    last = "none yet" if at is None else f"the last was txid {extra.get('last_committed_txid')}"
+    rollbacks = int(extra.get("rollbacks") or 0)
+    if extra.get("recovering"):
+        why = ("it keeps rolling back: a step fails every time it is tried (the components' last errors say "
+               "which: an unreachable state provider, a hook that raises)")
+    else:
+        why = ("a checkpoint step is not completing: a task does not pass it on (a lost worker, a bolt stuck in "
+               "execute); it fails after topology.message.timeout.secs and the topology rolls back")
+    return (f"checkpoints of topology {d.name} have not committed for {int(since)} s ({last}; {rollbacks} "
+            f"rollback(s)): {why}")
+
+
 def diagnosis(details: TopologyDetails) -> list[str]:
     """Why the topology's spouts are not emitting, in words (what `storm-py monitor` prints)."""
     return diagnose(_Topo.of(details))
@@ -516,6 +543,9 @@ def diagnose(topo: _Topo) -> list[str]:
         out.append(f"executors of {comp} have no live worker (assigned to {', '.join(sorted(where))})")
     for sid, port, n in d.worker_restarts:
         out.append(f"the worker on {sid} port {port} restarted {n} time(s): see its log and lastError")
+    stalled = checkpoint_stall(topo)
+    if stalled is not None:
+        out.append(stalled)
     max_pending = d.conf.get("topology.max.spout.pending")
     culprits = holding_back(d.components, topo.component_records)
     congested = [c.id for c in d.components if c.id in culprits]

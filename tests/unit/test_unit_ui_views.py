@@ -248,6 +248,35 @@ def test_back_pressure_names_the_saturated_bolt():
     assert any("back-pressure from split" in r for r in reasons)
 
 
+def with_checkpoints(extra: dict, conf: dict | None = None) -> TopologyDetails:
+    """`details_wire` with a checkpoint spout reporting `extra` (its gauges)."""
+    d = details_wire(conf=conf)
+    d["components"].append({"id": "$checkpointspout", "kind": "spout", "tasks": 1, "inputs": []})
+    d["executors"].append({"executor": [6, 6], "component": "$checkpointspout", "node": "sup-1", "host": "h1",
+                           "port": 6700, "start_time_secs": 1000, "alive": True, "uptime_secs": 60,
+                           "stats": to_wire(ExecutorStats("$checkpointspout", "spout", 60, _windows({}),
+                                                          extra=extra))})
+    d["errors"]["$checkpointspout"] = []
+    return TopologyDetails.from_wire(d)
+
+
+def test_checkpoints_that_stopped_committing_are_named_with_why():
+    # now_secs 1065 (details_wire): a commit 5 s ago is fine, one 60 s ago is a stall
+    fresh = {"last_committed_txid": 40, "last_committed_at": 1060.0, "commits": 40, "rollbacks": 1, "recovering": 0}
+    assert views.diagnosis(with_checkpoints(fresh)) == []
+    stuck = {**fresh, "last_committed_at": 1005.0, "rollbacks": 7, "recovering": 1}
+    reasons = views.diagnosis(with_checkpoints(stuck))
+    assert any("checkpoints of topology wc have not committed for 60 s (the last was txid 40; 7 rollback(s))" in r
+               and "keeps rolling back" in r for r in reasons), reasons
+    waiting = {**stuck, "recovering": 0}
+    assert any("a checkpoint step is not completing" in r for r in views.diagnosis(with_checkpoints(waiting)))
+    never = {"last_committed_txid": None, "last_committed_at": None, "commits": 0, "rollbacks": 3, "recovering": 1}
+    assert any("have not committed for 65 s (none yet; 3 rollback(s))" in r
+               for r in views.diagnosis(with_checkpoints(never)))
+    # a long interval raises the bar: ten intervals
+    assert views.diagnosis(with_checkpoints(stuck, {"topology.state.checkpoint.interval.ms": 10_000})) == []
+
+
 def with_count(d: dict, count_queue: tuple[int, int]) -> TopologyDetails:
     """`details_wire` with a count bolt fed by split (fields grouping), its receive queue as given."""
     d["components"].append({"id": "count", "kind": "bolt", "tasks": 1,
