@@ -11,7 +11,7 @@ from typing import Any
 from executor.adapters import PlainSpout, SpoutAdapter
 from executor.bolt import BasicBoltAdapter
 from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
-from executor.checkpoint.barrier_mode import LinkHealth
+from executor.checkpoint.barrier_mode import WorkerLosses
 from executor.checkpoint.forwarder import CheckpointForwarder
 from executor.checkpoint.spout_side import StatefulSpoutAdapter
 from executor.checkpoint.stateful import StatefulBoltAdapter, WindowOnlyHooks
@@ -20,23 +20,23 @@ from executor.windowing.adapter import WindowedBoltAdapter
 from executor.windowing.bolt import BaseWindowedBolt
 
 
-def adapt_bolt(obj: Any, checkpointed: bool, links: LinkHealth | None = None) -> Any:
+def adapt_bolt(obj: Any, checkpointed: bool, losses: WorkerLosses | None = None) -> Any:
     """What a bolt executor runs for the user's bolt `obj` (a task's own copy): the adapter for
     its kind, then, in a topology with checkpoints, the checkpoint stream's handling (a stateful
     bolt handles it itself; any other bolt forwards it, as Storm's CheckpointTupleForwarder).
-    `links`: the worker's numbered links in an exactly-once topology (None otherwise); there a
+    `losses`: what the worker may have lost, in an exactly-once topology (None otherwise); there a
     windowed bolt's window is checkpointed even when the bolt has no state of its own: what it
     holds is rolled back and restored with everything else."""
     if isinstance(obj, BaseStatefulBolt):
         windowed = isinstance(obj, BaseWindowedBolt)
-        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True) if windowed else None, links=links)
-    if checkpointed and links is not None and isinstance(obj, BaseWindowedBolt):
-        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True), hooks=WindowOnlyHooks(), links=links)
+        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True) if windowed else None, losses=losses)
+    if checkpointed and losses is not None and isinstance(obj, BaseWindowedBolt):
+        return StatefulBoltAdapter(obj, WindowedBoltAdapter(obj, stateful=True), hooks=WindowOnlyHooks(), losses=losses)
     if isinstance(obj, BasicBolt):
         obj = BasicBoltAdapter(obj)
     elif isinstance(obj, BaseWindowedBolt):
         obj = WindowedBoltAdapter(obj)
-    return CheckpointForwarder(obj, links) if checkpointed else obj
+    return CheckpointForwarder(obj, losses) if checkpointed else obj
 
 
 def adapt_spout(obj: Any) -> SpoutAdapter:

@@ -53,6 +53,7 @@ class ExecutorWiring:
     emit_listener: Callable[[str, int, str, list], None] | None = None
     on_cycle: bool = False                   # the component lies on a stream cycle
     inputs: tuple = ()                       # (component, stream) it subscribes to
+    losses: Any = None                       # exactly-once: the worker's WorkerLosses (checkpoint/barrier_mode.py)
 
 
 class ExecutorBase:

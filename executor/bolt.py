@@ -82,7 +82,7 @@ class BoltExecutor(ExecutorBase):
         if barrier_only(self.conf):
             coordinator = coordinator_task(w.contexts[self.task_ids[0]])
             if coordinator is not None:
-                self.outbox.on_untracked_fail(RollbackAsker(self.outbox.send, coordinator, self.name))
+                self.outbox.on_untracked_fail(RollbackAsker(self.outbox.send, coordinator, self.name, w.losses))
 
     def gauges(self) -> dict:
         g = super().gauges()

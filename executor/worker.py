@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable, Mapping
 from executor.adapting import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BoltExecutor
-from executor.checkpoint.barrier_mode import LinkHealth, barrier_only
+from executor.checkpoint.barrier_mode import WorkerLosses, barrier_only
 from executor.checkpoint.wiring import is_checkpointed
 from executor.context import TopologyContext
 from executor.errors import ComponentError
@@ -92,10 +92,11 @@ class Worker:
         self.executor_ids = sorted(spec.executors)
         self.address = spec.address
         self.port = spec.port
-        # exactly-once: links numbered, so that a payload lost between live workers is seen
-        self.links = LinkHealth(str(spec.address)) if barrier_only(self.conf) else None
-        self.transport = transport if transport is None or self.links is None else \
-            SequencedTransport(transport, self.links.gap)
+        # exactly-once: what the worker may lose is counted (executor/checkpoint/barrier_mode.py),
+        # and its links are numbered, so that a payload lost between live workers is seen
+        self.losses = WorkerLosses(str(spec.address)) if barrier_only(self.conf) else None
+        self.transport = transport if transport is None or self.losses is None else \
+            SequencedTransport(transport, self.losses.gap)
         self.status = status
         self.events = events
         self.stats_keeper = StatsKeeper(time.monotonic)
@@ -197,6 +198,7 @@ class Worker:
             acker_tasks=self.layout.acker_tasks, local_tasks=frozenset(self.local_tasks), status=self.status,
             report_error=self.events.on_error,
             on_die=self._executor_died, emit_listener=self.events.emit_listener, on_cycle=p.on_cycle,
+            losses=self.losses,
             inputs=() if p.kind == "acker" else tuple(
                 (sub.source, sub.stream) for sub in self.topology.structure.components[comp].inputs))
         if p.kind == "acker":
@@ -211,7 +213,7 @@ class Worker:
     def _copy_component(self, comp: str, kind: str):
         obj = copy_for_task(self.topology.objs[comp], comp)
         if kind == "bolt":
-            return adapt_bolt(obj, self._checkpointed, self.links)
+            return adapt_bolt(obj, self._checkpointed, self.losses)
         return adapt_spout(obj)
 
     # ---- routing changes ----

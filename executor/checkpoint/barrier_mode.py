@@ -12,10 +12,12 @@ to the last complete checkpoint:
   INITSTATE reached them (executor/checkpoint/forwarder.py, stateful.py, spout_side.py), and
   the step under way, if it crossed the dead worker, times out;
 - a link loses a payload between two live workers: the receiving worker's links are numbered
-  (executor/transport/sequenced.py), a gap counts in its `LinkHealth`, and each of its bolt
+  (executor/transport/sequenced.py), a gap counts in its `WorkerLosses`, and each of its bolt
   tasks fails the next PREPARE;
-- a bolt fails a tuple (`collector.fail`, a failed write): the checkpoint spout is asked to roll
-  back (`RollbackAsker`, through the outbox's untracked-fail hook);
+- a bolt fails a tuple (`collector.fail`, a failed write): it counts in its worker's
+  `WorkerLosses` too (so no checkpoint whose barrier passes after it completes), and the
+  checkpoint spout is asked to roll back at once (`RollbackAsker`, through the outbox's
+  untracked-fail hook);
 - a checkpoint step does not complete within `topology.message.timeout.secs`: its tree fails."""
 
 from __future__ import annotations
@@ -44,19 +46,23 @@ def coordinator_task(context) -> int | None:
 
 
 class RollbackAsker:
-    """What a failed tuple outside every tree does in that mode: the checkpoint spout is told to
-    roll the topology back (the tuple's input is replayed from the last commit)."""
+    """What a failed tuple outside every tree does in that mode: it counts as the worker's loss
+    (its bolts fail the next PREPARE) and the checkpoint spout is told to roll the topology back
+    now (the tuple's input is replayed from the last commit)."""
 
-    __slots__ = ("_send", "_coordinator", "_name", "_last", "asked")
+    __slots__ = ("_send", "_coordinator", "_name", "_losses", "_last", "asked")
 
-    def __init__(self, send, coordinator: int, name: str):
+    def __init__(self, send, coordinator: int, name: str, losses: WorkerLosses | None = None):
         self._send = send                  # the outbox's send(task, payload)
         self._coordinator = coordinator
         self._name = name
+        self._losses = losses
         self._last = float("-inf")
         self.asked = 0
 
     def __call__(self, tup) -> None:
+        if self._losses is not None:
+            self._losses.failed()
         now = time.monotonic()
         if now - self._last < _ASK_EVERY_SECS:
             return
@@ -67,17 +73,22 @@ class RollbackAsker:
         self._send(self._coordinator, (CHECKPOINT_FAILED, tup.source_task))
 
 
-class LinkHealth:
-    """A worker's count of gaps in its numbered links (written on its receive thread, read by
-    its bolts' checkpoint handlers at each PREPARE: a plain int, read whole)."""
+class WorkerLosses:
+    """What a worker may have lost since it started: payloads missing on its numbered links
+    (counted on its receive thread) and tuples its bolts failed (on their executor threads).
+    Its bolts' checkpoint handlers fail the next PREPARE when the count moved since their last
+    rollback, so no checkpoint completes past a loss, whatever the rollback request's timing."""
 
-    __slots__ = ("worker", "gaps")
+    __slots__ = ("worker", "count")
 
     def __init__(self, worker: str):
         self.worker = worker
-        self.gaps = 0
+        self.count = 0  # a plain int, read whole
 
     def gap(self, gap: Exception) -> None:
-        self.gaps += 1
+        self.count += 1
         log.warning("worker %s: a link lost payloads (%s); the next checkpoint fails and the topology "
                     "rolls back to the last one", self.worker, gap)
+
+    def failed(self) -> None:
+        self.count += 1

@@ -10,7 +10,7 @@ from collections import deque
 
 from executor.adapters import Adapter, user_component
 from executor.checkpoint.api import CheckpointedOutput
-from executor.checkpoint.barrier_mode import LinkHealth
+from executor.checkpoint.barrier_mode import WorkerLosses
 from executor.checkpoint.protocol import (
     CHECKPOINT_STREAM,
     COMMIT,
@@ -29,7 +29,7 @@ class CheckpointHandler(Adapter):
     """Splits a batch into data runs (to the wrapped bolt) and checkpoint tuples (to
     handle_checkpoint once per transaction), in arrival order."""
 
-    def __init__(self, inner, links: LinkHealth | None = None):
+    def __init__(self, inner, losses: WorkerLosses | None = None):
         self.user = inner
         self._inner = inner
         self.paced = bool(getattr(inner, "paced", False))
@@ -45,10 +45,11 @@ class CheckpointHandler(Adapter):
         self._held: list = []                 # what those tasks sent since, in order
         # Exactly-once: a task that started afresh (its worker died) may have lost tuples in
         # flight, so it fails every PREPARE until a ROLLBACK or INITSTATE has reached it; so
-        # does one whose worker's links lost payloads since (executor/checkpoint/barrier_mode.py).
+        # does one whose worker lost something since: a payload on a link, a failed tuple
+        # (executor/checkpoint/barrier_mode.py).
         self._restored = False
-        self._links = links
-        self._gaps_at_restore = 0
+        self._losses = losses
+        self._losses_at_restore = 0
 
     # ---- what the wrapped bolt needs from the executor ----
     def input_room(self) -> int:
@@ -136,7 +137,7 @@ class CheckpointHandler(Adapter):
 
     def _intact(self) -> bool:
         """Whether everything sent to this task since the last rollback reached it."""
-        return self._restored and (self._links is None or self._links.gaps == self._gaps_at_restore)
+        return self._restored and (self._losses is None or self._losses.count == self._losses_at_restore)
 
     def handle_data(self, batch) -> None:
         if self._inner_batch is not None:
@@ -162,7 +163,7 @@ class CheckpointHandler(Adapter):
         if self.exactly_once and action == PREPARE and not self._intact():
             log.info("bolt %s: PREPARE of txid %d failed: %s, so the topology rolls back what may be lost",
                      self._name(), txid, "no rollback reached it since it started" if not self._restored
-                     else "its worker's links lost payloads since the last rollback")
+                     else "its worker lost a payload or failed a tuple since the last rollback")
             collector.fail(tup)
             return
         try:
@@ -177,7 +178,7 @@ class CheckpointHandler(Adapter):
             return
         if action in (ROLLBACK, INITSTATE):
             self._restored = True
-            self._gaps_at_restore = self._links.gaps if self._links is not None else 0
+            self._losses_at_restore = self._losses.count if self._losses is not None else 0
         if action == ROLLBACK:
             self._last_txid = txid - 1
             self._barrier.clear()

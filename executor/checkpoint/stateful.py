@@ -84,8 +84,8 @@ class WindowOnlyHooks(BaseStatefulBolt):
 class StatefulBoltAdapter(CheckpointHandler):
     """`hooks`: what init_state and Storm's pre_* hooks are called on (default: the user's bolt)."""
 
-    def __init__(self, user, inner=None, hooks=None, links=None):
-        super().__init__(user if inner is None else inner, links)
+    def __init__(self, user, inner=None, hooks=None, losses=None):
+        super().__init__(user if inner is None else inner, losses)
         self.user = user
         self._hooks = user if hooks is None else hooks
         self.state = None

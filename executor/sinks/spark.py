@@ -253,7 +253,7 @@ class SparkSinkBolt(Bolt):
         # its COMMIT (prepare_output below; executor/sinks/_prepared.py), not by size or time.
         self._two_phase = bool(conf.get("topology.state.exactly.once"))
         self._txn_dir = P.task_dir(L.table_dir(self.path), str(conf.get("topology.name") or context.storm_id),
-                                   self._task)
+                                   self._task) if self._two_phase else None
         self._staged: list[tuple[str, Any]] = []  # two-phase: batches staged since the last PREPARE
         self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
                                    lambda rows: self._commit(self._table, rows), on_stop=self._table.close)

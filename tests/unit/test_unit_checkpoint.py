@@ -126,20 +126,24 @@ def test_a_task_started_afresh_fails_prepares_until_a_rollback_reached_it():
 
 
 def test_a_gap_fails_the_next_prepare_of_the_workers_bolts_until_a_rollback():
-    from executor.checkpoint.barrier_mode import LinkHealth
+    from executor.checkpoint.barrier_mode import WorkerLosses
     from executor.transport.sequenced import LinkGap
 
-    links = LinkHealth("w1")
+    losses = WorkerLosses("w1")
     c = _Collector()
-    fw = CheckpointForwarder(_Inner(c.events), links)
+    fw = CheckpointForwarder(_Inner(c.events), losses)
     fw.prepare({"topology.state.exactly.once": True}, _context(), c)
     fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
-    links.gap(LinkGap(1, 3, 5))
+    losses.gap(LinkGap(1, 3, 5))
     c.events.clear()
     fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
     assert c.events[-1] == ("fail", 2, [0, PREPARE])
     fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
     assert c.events[-2:] == [("emit", CHECKPOINT_STREAM, [0, PREPARE]), ("ack", 2, [0, PREPARE])]
+    # a tuple failed in the worker since (whenever the rollback it asks for arrives): the same
+    losses.failed()
+    fw.execute_batch([_cp(1, PREPARE, 1), _cp(2, PREPARE, 1)])
+    assert c.events[-1] == ("fail", 2, [1, PREPARE])
 
 
 class _Holding(_Inner):
