@@ -1,10 +1,10 @@
 """Exactly-once without per-tuple tracking (Flink's asynchronous barrier snapshots on Storm's
-`$checkpoint` stream; docs/state.md, "Exactly-once"). With `topology.state.exactly.once: true`
-the stateful spouts emit their tuples outside every tuple tree: nothing goes to the acker, a
-data tuple has no timeout, and `ack`, `fail` and anchors cost next to nothing. Only the
-checkpoint steps are tuple trees (a few per second): a checkpoint is complete when every task
-has aligned its barrier from all its inputs and stored its state, which over in-order links
-means every tuple sent before the barrier has been processed.
+`$checkpoint` stream; docs/topology-guide.md, "State and checkpoints"). With
+`topology.state.exactly.once: true` the stateful spouts emit their tuples outside every tuple
+tree: nothing goes to the acker, a data tuple has no timeout, and `ack`, `fail` and anchors
+cost next to nothing. Only the checkpoint steps are tuple trees (a few per second): a
+checkpoint is complete when every task has aligned its barrier from all its inputs and stored
+its state, which over in-order links means every tuple sent before the barrier was processed.
 
 A tuple lost in flight is never silent; each way one can be lost rolls the whole topology back
 to the last complete checkpoint:
