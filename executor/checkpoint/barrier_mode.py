@@ -50,7 +50,7 @@ class RollbackAsker:
     (its bolts fail the next PREPARE) and the checkpoint spout is told to roll the topology back
     now (the tuple's input is replayed from the last commit)."""
 
-    __slots__ = ("_send", "_coordinator", "_name", "_losses", "_last", "asked")
+    __slots__ = ("_send", "_coordinator", "_name", "_losses", "_last")
 
     def __init__(self, send, coordinator: int, name: str, losses: WorkerLosses | None = None):
         self._send = send                  # the outbox's send(task, payload)
@@ -58,7 +58,6 @@ class RollbackAsker:
         self._name = name
         self._losses = losses
         self._last = float("-inf")
-        self.asked = 0
 
     def __call__(self, tup) -> None:
         if self._losses is not None:
@@ -67,7 +66,6 @@ class RollbackAsker:
         if now - self._last < _ASK_EVERY_SECS:
             return
         self._last = now
-        self.asked += 1
         log.info("bolt %s failed a tuple from task %s: asking for a rollback to the last checkpoint",
                  self._name, tup.source_task)
         self._send(self._coordinator, (CHECKPOINT_FAILED, tup.source_task))

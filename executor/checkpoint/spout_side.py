@@ -110,18 +110,15 @@ class SpoutBarriers:
 
     def __init__(self, ex):
         self.ex = ex
-        # per task: (msg_id, stream) emitted since its last PREPARE, and [(txid, those)] prepared
-        self._since: dict[int, list] = {}
+        # per task whose spout wants its acks (one that keeps the base class's no-op does not):
+        # (msg_id, stream) emitted since its last PREPARE; and [(txid, those)] prepared
+        self._since: dict[int, list] = {t: [] for t in ex.task_ids if ex.w.objs[t].wants_acks()}
         self._prepared: dict[int, list] = {}
-        # the tasks whose spout wants its acks (one that keeps the base class's no-op does not)
-        self._wants_acks = {t for t in ex.task_ids if ex.w.objs[t].wants_acks()}
 
     def emitted(self, task: int, msg_id, stream: str) -> None:
         """A tuple with a message id left `task` (outside every tuple tree)."""
-        if task in self._wants_acks:
-            since = self._since.get(task)
-            if since is None:
-                since = self._since[task] = []
+        since = self._since.get(task)
+        if since is not None:
             since.append((msg_id, stream))
 
     def on_barrier(self, task: int, tup: Tuple) -> None:
@@ -138,14 +135,16 @@ class SpoutBarriers:
             self._fail(tup)
             return
         if action == PREPARE:
-            since = self._since.pop(task, None)
+            since = self._since.get(task)
             if since:
                 self._prepared.setdefault(task, []).append((txid, since))
+                self._since[task] = []
         elif action == COMMIT:
             self._ack_committed(task, txid)
         elif action == ROLLBACK:
             # what was emitted since the last commit belongs to the rolled-back past
-            self._since.pop(task, None)
+            if task in self._since:
+                self._since[task] = []
             self._prepared.pop(task, None)
         self._ack(tup, self._pass_on(task, tup))
 

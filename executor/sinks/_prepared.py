@@ -26,6 +26,7 @@ from typing import Callable
 
 from executor.sinks import _layout as L
 from executor.sinks import _log as G
+from executor.sinks import _table as T
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +73,10 @@ def prepare(tdir: Path, txid: int, staged: list[tuple[str, Path]]) -> None:
     os.replace(tmp, listing)
 
 
-def publish(table: Path, tdir: Path, upto: int, entry_of: Callable[[Path, str], G.Entry]) -> int:
+def publish(table: Path, tdir: Path, upto: int, committed: Callable[[int], None] = lambda version: None) -> int:
     """Make every batch prepared at a txid <= `upto` visible, once; returns the rows published.
-    `entry_of(batch dir, batch id)` is the log entry of a batch renamed into the table."""
+    Each batch's log entry is read from its manifest (a task started afresh has nothing else);
+    `committed(version)` follows each commit of the table log (its upkeep)."""
     rows = 0
     for txid in prepared_txids(tdir):
         if txid > upto:
@@ -90,8 +92,8 @@ def publish(table: Path, tdir: Path, upto: int, entry_of: Callable[[Path, str], 
                 os.rename(xdir / batch_id, final)
             elif not final.exists():
                 raise G.LogError(f"table {table}: prepared batch {batch_id} of txid {txid} is gone from {xdir}")
-            entry = entry_of(final, batch_id)
-            G.commit(table, "append", [entry])
+            entry = T.batch_entry(table, batch_id)
+            committed(G.commit(table, "append", [entry]))
             rows += max(0, entry.rows)
         shutil.rmtree(xdir)
         log.info("table %s: txid %d of %s published (%d batches)", table, txid, tdir.name, len(ids))

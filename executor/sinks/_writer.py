@@ -272,10 +272,10 @@ class TableWriter:
         return end
 
     # ---- the write ----
-    def stage(self, rows: list) -> tuple[str | None, Path | None, dict[int, str]]:
+    def stage(self, rows: list) -> tuple[str | None, Path | None, dict[str, Any], dict[int, str]]:
         """Write one batch into this task's staging directory, with its manifest: complete on
-        disk, visible to nobody. (batch id, its directory, the rows rejected for their types);
-        no id when no row fits."""
+        disk, visible to nobody. (batch id, its directory, its manifest, the rows rejected for
+        their types); no id when no row fits."""
         clock = time.monotonic
         t0 = clock()
         self.open()
@@ -283,7 +283,7 @@ class TableWriter:
         self._ensure_schema(spark, rows)
         good, rejected = conform(self.schema, rows)
         if not good:
-            return None, None, rejected
+            return None, None, {}, rejected
         batch_id = self.ids.next()
         written_at = datetime.datetime.now(datetime.timezone.utc)
         staged = self.staging.batch_dir(batch_id)
@@ -293,26 +293,27 @@ class TableWriter:
                 source.write_text(encode_batch(good, written_at.isoformat()), encoding="ascii")
             t1 = self._phase("prepare", t0, clock())
             self._spark_write(spark, good, source, staged, written_at)
-            write_manifest(staged, len(good))
+            manifest = write_manifest(staged, len(good))
             self._phase("spark_write", t1, clock())
         except BaseException:
             shutil.rmtree(staged, ignore_errors=True)
             raise
         finally:
             source.unlink(missing_ok=True)
-        return batch_id, staged, rejected
+        return batch_id, staged, manifest, rejected
 
     def write(self, rows: list) -> tuple[str | None, dict[int, str]]:
         """Stage, then commit, one batch; return its id and the rows rejected for their types."""
-        batch_id, staged, rejected = self.stage(rows)
+        batch_id, staged, manifest, rejected = self.stage(rows)
         if batch_id is None:
             return None, rejected
         t1 = time.monotonic()
         try:
             # Renamed in whole, then listed by one log commit: readers see it from that commit on;
             # killed in between, it is an unlisted directory a vacuum removes.
-            L.commit_batch(staged, self.table, batch_id)
-            version = G.commit(self.table, "append", [T.batch_entry(self.table, batch_id)])
+            final = L.commit_batch(staged, self.table, batch_id)
+            version = G.commit(self.table, "append",
+                               [G.Entry(final.name, "batch", {batch_id: manifest["rows"]}, manifest["files"])])
             self._phase("commit", t1, time.monotonic())
             self.committed(version)
         except BaseException:

@@ -299,19 +299,9 @@ class SparkSinkBolt(Bolt):
             if self._rows and time.monotonic() - self._first_at >= self.flush_interval_secs:
                 self._submit("interval")
             return
-        key = (tup.source_component, tup.source_stream)
-        index = self._mapping.get(key, _UNSEEN)
-        if index is _UNSEEN:
-            index = self._mapping[key] = self._index_for(tup)
-        if index is None:
-            row = tup.values
-        elif index is False:
-            self._reject(tup, f"stream {key[1]!r} of {key[0]!r} declares {tup.fields.to_list() if tup.fields else []}, "
-                              f"which lacks some of the sink's columns {self._columns}")
+        row = self._row(tup)
+        if row is None:
             return
-        else:
-            values = tup.values
-            row = [values[i] for i in index]
         rows = self._rows
         if not rows:
             self._first_at = time.monotonic()
@@ -334,6 +324,8 @@ class SparkSinkBolt(Bolt):
             self._stage_held()
 
     def _row(self, tup):
+        """The row a tuple's values make (the sink's columns), or None when its stream lacks one
+        (the tuple is failed and the error reported)."""
         key = (tup.source_component, tup.source_stream)
         index = self._mapping.get(key, _UNSEEN)
         if index is _UNSEEN:
@@ -350,21 +342,10 @@ class SparkSinkBolt(Bolt):
     def _stage_held(self) -> None:
         rows, tuples = self._rows, self._tuples
         self._rows, self._tuples = [], []
-        batch_id, staged, rejected = self._table.stage(rows)
+        batch_id, staged, _manifest, rejected = self._table.stage(rows)
         if batch_id is not None:
             self._staged.append((batch_id, staged))
-        collector = self._collector
-        for i, t in enumerate(tuples):
-            if i in rejected:
-                collector.fail(t)  # exactly-once: the topology rolls back (the error says why)
-            else:
-                collector.ack(t)
-        self.rows_acked += len(tuples) - len(rejected)
-        if rejected:
-            self.rows_failed += len(rejected)
-            collector.report_error(SinkWriteError(
-                f"Spark sink {self.path}: {len(rejected)} rows do not fit the table schema; first: "
-                f"{rejected[min(rejected)]}"))
+        self._settle(tuples, rejected)  # a rejected row's fail rolls the topology back (the error says why)
 
     # ---- exactly-once (executor/checkpoint/api.py, CheckpointedOutput) ----
     def prepare_output(self, txid: int) -> bool:
@@ -383,13 +364,12 @@ class SparkSinkBolt(Bolt):
         """COMMIT: every prepared txid up to this one made visible, once."""
         table = L.table_dir(self.path)
         try:
-            rows = P.publish(table, self._txn_dir, txid, lambda final, batch_id: T.batch_entry(table, batch_id))
+            rows = P.publish(table, self._txn_dir, txid, self._table.committed)
         except Exception as exc:
             self._output_failed("publishing", txid, exc)
             return False
         if rows:
             self.batches_committed += 1
-            self._table.compactor.wake()
         self._failing = 0
         return True
 
@@ -433,13 +413,11 @@ class SparkSinkBolt(Bolt):
         self._writer.submit(batch)
         self._in_flight += 1
 
-    def _wait_for_room(self, most: int | None = None) -> None:
-        """Block this executor until at most `most` writes (default: one less than
-        max_pending_batches) are in flight: the back-pressure that bounds the sink's memory.
-        Results are handled meanwhile, as acks must come from this thread."""
-        most = self.max_pending_batches - 1 if most is None else most
+    def _wait_for_room(self) -> None:
+        """Block this executor until the writer finishes a write: the back-pressure that bounds the
+        sink's memory. Results are handled meanwhile, as acks must come from this thread."""
         t0 = time.monotonic()
-        while self._in_flight > most:
+        while self._in_flight >= self.max_pending_batches:
             try:
                 res = self._results.get(timeout=1.0)
             except queue.Empty:
@@ -480,21 +458,26 @@ class SparkSinkBolt(Bolt):
         if self._failing:
             log.warning("Spark sink %s: writes succeed again after %d failed in a row", self.path, self._failing)
         self._failing = 0
-        rejected = res.rejected
         if res.batch_id is not None:
             self.batches_committed += 1
+        self._settle(res.tuples, res.rejected)
+
+    def _settle(self, tuples: list, rejected: dict[int, str]) -> None:
+        """The tuples of a written batch: acked, but those whose rows the table schema rejected,
+        which are failed and reported (one line)."""
+        collector = self._collector
         if not rejected:
-            for t in res.tuples:
+            for t in tuples:
                 collector.ack(t)
-            self.rows_acked += len(res.tuples)
+            self.rows_acked += len(tuples)
             return
-        for i, t in enumerate(res.tuples):
+        for i, t in enumerate(tuples):
             if i in rejected:
                 collector.fail(t)
             else:
                 collector.ack(t)
         self.rows_failed += len(rejected)
-        self.rows_acked += len(res.tuples) - len(rejected)
+        self.rows_acked += len(tuples) - len(rejected)
         first = rejected[min(rejected)]
         collector.report_error(SinkWriteError(
             f"Spark sink {self.path}: {len(rejected)} rows do not fit the table schema and were failed; "

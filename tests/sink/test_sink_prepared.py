@@ -26,40 +26,39 @@ def _visible(table) -> dict[str, int]:
     return G.read_snapshot(table, tombstones=False).batch_rows
 
 
-def _entry(table):
-    return lambda final, batch_id: T.batch_entry(table, batch_id)
-
-
-def test_prepared_batches_are_invisible_until_published_once(tmp_path):
+def _table(tmp_path):
     table = tmp_path / "t"
     table.mkdir()
     T.ensure_log(table)
+    return table
+
+
+def test_prepared_batches_are_invisible_until_published_once(tmp_path):
+    table = _table(tmp_path)
     tdir = P.task_dir(table, "wc", 7)
     P.prepare(tdir, 3, [_staged(table, "b1", 5), _staged(table, "b2", 2)])
     P.prepare(tdir, 4, [_staged(table, "b3", 1)])
     assert P.prepared_txids(tdir) == [3, 4]
     assert _visible(table) == {}
-    assert P.publish(table, tdir, 3, _entry(table)) == 7
+    assert P.publish(table, tdir, 3) == 7
     assert _visible(table) == {"b1": 5, "b2": 2} and P.prepared_txids(tdir) == [4]
-    assert P.publish(table, tdir, 3, _entry(table)) == 0  # COMMIT 3 again: nothing twice
-    assert P.publish(table, tdir, 4, _entry(table)) == 1
+    assert P.publish(table, tdir, 3) == 0  # COMMIT 3 again: nothing twice
+    assert P.publish(table, tdir, 4) == 1
     assert _visible(table) == {"b1": 5, "b2": 2, "b3": 1} and P.prepared_txids(tdir) == []
 
 
 def test_a_commit_cut_short_is_finished_by_the_next_without_a_row_twice(tmp_path):
-    table = tmp_path / "t"
-    table.mkdir()
-    T.ensure_log(table)
+    table = _table(tmp_path)
     tdir = P.task_dir(table, "wc", 1)
     P.prepare(tdir, 9, [_staged(table, "b1", 3), _staged(table, "b2", 4)])
     # killed after publishing b1 and renaming b2, before b2's log commit
     os.rename(tdir / P.txid_name(9) / "b1", table / L.batch_dir_name("b1"))
     G.commit(table, "append", [T.batch_entry(table, "b1")])
     os.rename(tdir / P.txid_name(9) / "b2", table / L.batch_dir_name("b2"))
-    assert P.publish(table, tdir, 9, _entry(table)) == 4
+    assert P.publish(table, tdir, 9) == 4
     assert _visible(table) == {"b1": 3, "b2": 4}
     versions = G.latest_version(table)
-    assert P.publish(table, tdir, 9, _entry(table)) == 0 and G.latest_version(table) == versions
+    assert P.publish(table, tdir, 9) == 0 and G.latest_version(table) == versions
 
 
 def test_a_rollback_discards_the_rolled_back_txid_and_later_and_a_half_prepare_is_none(tmp_path):

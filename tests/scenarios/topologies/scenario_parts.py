@@ -267,9 +267,9 @@ class Paced:
         return True
 
 
-class NumberSpout(Spout, Paced):
-    """Emits 1..n (`numbers.n` in the topology config, else n) once each with the number as
-    message id, replaying failed ones; records acks and fails."""
+class _Numbers(Paced):
+    """What both number spouts share: the field `n`, up to `numbers.n` (topology config, else
+    n), paced, recording."""
 
     def __init__(self, n):
         self.n = n
@@ -282,6 +282,14 @@ class NumberSpout(Spout, Paced):
         self.rec = Recorder(conf, context)
         self.n = int(conf.get("numbers.n", self.n))
         self.pace(conf)
+
+
+class NumberSpout(_Numbers, Spout):
+    """Emits 1..n (`numbers.n` in the topology config, else n) once each with the number as
+    message id, replaying failed ones; records acks and fails."""
+
+    def open(self, conf, context, collector):
+        super().open(conf, context, collector)
         self.next = 1
         self.replay = []
 
@@ -326,21 +334,9 @@ class Relay(BasicBolt):
         collector.emit(list(tup.values))
 
 
-class CountingSpout(BaseStatefulSpout, Paced):
+class CountingSpout(_Numbers, BaseStatefulSpout):
     """Emits next, next+1, ... up to n (`numbers.n` in the topology config, else n) and stops;
     `next` is its state (rewound on a rollback). Records its inits and the ack of n."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(["n"])
-
-    def open(self, conf, context, collector):
-        self.collector = collector
-        self.rec = Recorder(conf, context)
-        self.n = int(conf.get("numbers.n", self.n))
-        self.pace(conf)
 
     def init_state(self, state):
         self.state = state
