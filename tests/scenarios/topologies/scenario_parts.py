@@ -324,12 +324,12 @@ class Relay(BasicBolt):
 
     def prepare(self, conf, context):
         self.fail_once = conf.get("numbers.fail.once")
-        self.conf, self.context = conf, context
+        self.rec = Recorder(conf, context)  # its "start": which process each task ran in
 
     def execute(self, tup, collector):
         if self.fail_once is not None and tup.values[0] == self.fail_once:
             self.fail_once = None
-            Recorder(self.conf, self.context).record("failed", values=list(tup.values))
+            self.rec.record("failed", values=list(tup.values))
             raise FailedException(f"number {tup.values[0]} failed once, on purpose")
         collector.emit(list(tup.values))
 
