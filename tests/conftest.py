@@ -22,6 +22,17 @@ os.environ["STORM_PY_WORD_COUNT_TABLE"] = os.path.join(_RUN_DIR, "word-count")
 # word count's JVM: 36 s of CPU in a 25 s run, 22 s so). Spark's launcher adds these variables to
 # the java command line it builds (spark-class); a user's own setting is kept.
 _TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# And with a class-data-sharing archive of Spark's classes (tests/spark_archive.py), built in the
+# background by the run's first process (xdist's workers inherit its environment): JVMs started
+# before it is ready run without it.
+_ARCHIVE_BUILD = None
+if "SPARK_SUBMIT_OPTS" not in os.environ and "PYTEST_XDIST_WORKER" not in os.environ:
+    import spark_archive
+
+    _archive = spark_archive.archive_path()
+    if _archive is not None:
+        _ARCHIVE_BUILD = spark_archive.start_build(_archive, _TEST_JVM_OPTS)
+        _TEST_JVM_OPTS += f" -XX:SharedArchiveFile={_archive} {spark_archive.QUIET}"
 for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     os.environ.setdefault(_var, _TEST_JVM_OPTS)
 
@@ -122,4 +133,8 @@ def no_leaks():
 def pytest_sessionfinish(session, exitstatus):
     import shutil
 
+    if _ARCHIVE_BUILD is not None:
+        import spark_archive
+
+        spark_archive.stop_build(_ARCHIVE_BUILD)
     shutil.rmtree(_RUN_DIR, ignore_errors=True)
