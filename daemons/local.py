@@ -269,12 +269,16 @@ class LocalCluster:
                             for p in self._launcher.processes(storm_id)))
 
     def _rebalanced(self, storm_id: str) -> bool:
-        base = self._core.cluster.storm_base(storm_id)
-        if base is None:
-            raise NotAliveError(f"topology {storm_id} was removed while rebalancing")
-        if base.status == "rebalancing":
-            return False
-        return self._caught_up(storm_id)
+        # Under Nimbus's lock: its rebalance step writes the new base, then the new assignment,
+        # both under it; read between the two, the base says done while the old assignment
+        # (whose workers run) still stands.
+        with self._core.lock:
+            base = self._core.cluster.storm_base(storm_id)
+            if base is None:
+                raise NotAliveError(f"topology {storm_id} was removed while rebalancing")
+            if base.status == "rebalancing":
+                return False
+            return self._caught_up(storm_id)
 
     def _spouts_active(self, name: str, active: bool) -> bool:
         rec = self._get(name)

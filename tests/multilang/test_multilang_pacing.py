@@ -30,9 +30,11 @@ def test_a_shell_bolt_behind_its_subprocess_does_not_hold_its_workers_thread(tmp
     b.set_bolt("held-sink", SinkBolt(slow)).shuffle_grouping("held")
     b.set_spout("small", ValuesSpout(fast))
     b.set_bolt("sink", SinkBolt(fast)).shuffle_grouping("small")
+    # The blocked-step threshold: far above what a step takes on a loaded machine (at 300 ms a
+    # descheduled thread tripped it), far below the hold, which lasts until the test releases it.
     conf = {"topology.multilang.serializer": "msgpack", "topology.shellbolt.max.pending": 5,
             "topology.max.spout.pending": 100, "topology.message.timeout.secs": 60,
-            "topology.subprocess.timeout.secs": 60, "topology.executor.blocking.step.millis": 300,
+            "topology.subprocess.timeout.secs": 60, "topology.executor.blocking.step.millis": 2000,
             "test.mode": "hold", "test.dir": str(tmp_path)}
     with caplog.at_level(logging.WARNING, logger="executor.scheduling"), LocalCluster() as cluster:
         cluster.submit_topology("paced", conf, b.create_topology())
