@@ -2,10 +2,14 @@
 
 sentences -> split -> count -> store. The count bolt (a stateful windowed bolt) keeps running
 counts in its checkpointed state and, once per window, emits (run, word, count) for every word it
-saw in the window, anchored to the inputs that contributed to it; the SparkSinkBolt acks those
-rows only once they are committed to the table. So a sentence is acked only when its counts are
-in the table and in a committed checkpoint (at-least-once), while the table gets one row per word
-per window rather than one per occurrence.
+saw in the window; the table gets one row per word per window rather than one per occurrence.
+
+The example runs exactly once (topology.state.exactly.once: true, docs/topology-guide.md): the
+spout's position, the counts and the windows' contents are checkpointed together, the table
+shows a checkpoint's rows once it commits, and after any failure the whole topology goes back to
+the last commit and the spout sends the same sentences again (SentenceSpout). Built with
+RandomSentenceSpout instead, the same bolts run Storm's at-least-once acking: a sentence is acked
+once its counts are in the table and in a committed checkpoint, and a replay may count twice.
 """
 
 from __future__ import annotations
@@ -14,9 +18,17 @@ import itertools
 import os
 import random
 import tempfile
+import time
 import uuid
 
-from executor.api import BaseStatefulWindowedBolt, BasicBolt, Duration, Spout, TopologyBuilder
+from executor.api import (
+    BaseStatefulSpout,
+    BaseStatefulWindowedBolt,
+    BasicBolt,
+    Duration,
+    Spout,
+    TopologyBuilder,
+)
 from executor.sinks.spark import SparkSinkBolt
 
 SENTENCES = [
@@ -38,6 +50,7 @@ TABLE_KEY = "wordcount.table"
 
 LIMIT_KEY = "wordcount.sentences"  # stop after this many sentences (default: never)
 SEED_KEY = "wordcount.seed"        # the random sentences' seed (default: a new one each run)
+RATE_KEY = "wordcount.rate"        # SentenceSpout: at most this many sentences a second (default: no bound)
 
 
 class RandomSentenceSpout(Spout):
@@ -84,6 +97,67 @@ class RandomSentenceSpout(Spout):
     def fail(self, msg_id):
         if msg_id in self.in_flight:
             self.replay.append(msg_id)
+
+
+class SentenceSpout(BaseStatefulSpout):
+    """Random sentences, exactly once: how many it sent and its random generator's state are its
+    checkpointed state (put at each checkpoint's pre_prepare, not per sentence), so after a
+    rollback it sends the very sentences that followed the last commit again, and a topology
+    restarted under the same name with a durable state provider goes on where it stopped. The
+    same configuration as RandomSentenceSpout: with a seed (`-c wordcount.seed=S`) the sentences
+    are those RandomSentenceSpout sends with it; without one, a seed is drawn once and kept in
+    the state. `-c wordcount.rate=R` sends at most R sentences a second (to watch a run, or to
+    have a fault land in the middle of one)."""
+
+    def __init__(self, sentences=None, limit=None, seed=None, rate=None):
+        self.sentences = list(sentences or SENTENCES)
+        self.limit = limit
+        self.seed = seed
+        self.rate = rate
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["sentence"])
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        if self.limit is None and conf.get(LIMIT_KEY) is not None:
+            self.limit = _non_negative_int(conf, LIMIT_KEY)
+        if self.seed is None and conf.get(SEED_KEY) is not None:
+            self.seed = _non_negative_int(conf, SEED_KEY)
+        if self.rate is None and conf.get(RATE_KEY) is not None:
+            self.rate = _non_negative_int(conf, RATE_KEY)
+        if self.rate is not None and self.rate <= 0:
+            raise ValueError(f"{RATE_KEY} must be a number of sentences a second > 0, got {self.rate!r}")
+
+    def init_state(self, state):
+        """The first time: from the seed; after a rollback or a restart: from the committed position."""
+        self.state = state
+        position = state.get(POSITION_KEY)
+        if position is None:
+            self.rng = random.Random(self.seed if self.seed is not None else random.SystemRandom().getrandbits(64))
+            self.emitted = 0
+        else:
+            self.emitted, (version, internal, gauss) = position
+            self.rng = random.Random()
+            self.rng.setstate((version, tuple(internal), gauss))
+        self.paced_from, self.paced = time.monotonic(), 0
+
+    def pre_prepare(self, txid):
+        self.state.put(POSITION_KEY, [self.emitted, list(self.rng.getstate())])
+
+    def next_tuple(self):
+        if self.limit is not None and self.emitted >= self.limit:
+            return
+        if self.rate is not None:
+            if self.paced >= (time.monotonic() - self.paced_from) * self.rate:
+                return
+            self.paced += 1
+        self.emitted += 1
+        # The message id lets the spout's figures count it as acked once its checkpoint commits.
+        self.collector.emit([self.rng.choice(self.sentences)], msg_id=self.emitted)
+
+
+POSITION_KEY = "position"
 
 
 def _non_negative_int(conf, key: str) -> int:
@@ -145,9 +219,10 @@ RUN_KEY = "$run"
 
 
 def build_topology(table: str = TABLE, spout=None, sink_options=None):
-    """sentences -> split -> count -> store (the Spark sink at `table`)."""
+    """sentences -> split -> count -> store (the Spark sink at `table`); the spout by default is
+    SentenceSpout, which needs topology.state.exactly.once: true (topology.py sets it)."""
     builder = TopologyBuilder()
-    builder.set_spout("sentences", spout if spout is not None else RandomSentenceSpout(), 1)
+    builder.set_spout("sentences", spout if spout is not None else SentenceSpout(), 1)
     builder.set_bolt("split", SplitSentenceBolt(), 2).shuffle_grouping("sentences")
     builder.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
     # (run, word, count) identifies a count: a replayed one is dropped when the table is read.

@@ -35,10 +35,22 @@ class BaseStatefulSpout(Spout):
     says (rewind). Keep the position in the state (`state.put`) as tuples are emitted; it is
     committed with the checkpoint that holds their effects. `ack(msg_id)` comes once the
     checkpoint after the tuple commits (what a source may then forget); `fail` is not called in
-    this mode: a failure rolls the whole topology back instead."""
+    this mode: a failure rolls the whole topology back instead. The hooks `pre_prepare(txid)`,
+    `pre_commit(txid)` and `pre_rollback()` are called before its state acts, as a bolt's."""
 
     def init_state(self, state) -> None:
         raise NotImplementedError(f"{type(self).__name__}.init_state")
+
+    # Storm's IStatefulComponent hooks, as for a bolt: pre_prepare is where a spout whose
+    # position is costly to keep per tuple puts it into its state, once per checkpoint.
+    def pre_prepare(self, txid: int) -> None:
+        pass
+
+    def pre_commit(self, txid: int) -> None:
+        pass
+
+    def pre_rollback(self) -> None:
+        pass
 
 
 class BaseStatefulWindowedBolt(BaseWindowedBolt, BaseStatefulBolt):

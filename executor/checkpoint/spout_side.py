@@ -75,17 +75,22 @@ class StatefulSpoutAdapter(SpoutAdapter):
     def handle_checkpoint(self, action: str, txid: int) -> bool:
         """SpoutAdapter.handle_checkpoint: the spout's state for a transaction step; False: not
         now (the step fails)."""
+        user, where = self.user, self._where
         if action == PREPARE:
             if not self.initialized:
                 return False
+            call_hook(where, "pre_prepare", user.pre_prepare, txid)
             self.state.prepare_commit(txid)
         elif action == COMMIT:
             if not self._open_state():
                 return False
+            call_hook(where, "pre_commit", user.pre_commit, txid)
             self.state.commit(txid)
         elif action == ROLLBACK:
             if not self._open_state():
                 return False
+            if self.initialized:
+                call_hook(where, "pre_rollback", user.pre_rollback)
             self.state.rollback()
             if self.initialized:  # rewind to the committed position
                 call_hook(self._where, "init_state", self.user.init_state, self.state)
@@ -110,16 +115,24 @@ class SpoutBarriers:
 
     def __init__(self, ex):
         self.ex = ex
-        # per task whose spout wants its acks (one that keeps the base class's no-op does not):
-        # (msg_id, stream) emitted since its last PREPARE; and [(txid, those)] prepared
-        self._since: dict[int, list] = {t: [] for t in ex.task_ids if ex.w.objs[t].wants_acks()}
+        # Per task, what it emitted with message ids since its last PREPARE: (msg_id, stream)
+        # pairs for a spout that wants its acks, a count per stream for one that keeps the base
+        # class's no-op (its UI and status still count tuples committed as acked, as a Storm
+        # user reads "acked": done). And per task, [(txid, those)] prepared and not committed.
+        self._wants = frozenset(t for t in ex.task_ids if ex.w.objs[t].wants_acks())
+        self._since: dict[int, list | dict] = {t: self._empty(t) for t in ex.task_ids}
         self._prepared: dict[int, list] = {}
+
+    def _empty(self, task: int) -> list | dict:
+        return [] if task in self._wants else {}
 
     def emitted(self, task: int, msg_id, stream: str) -> None:
         """A tuple with a message id left `task` (outside every tuple tree)."""
         since = self._since.get(task)
-        if since is not None:
+        if type(since) is list:
             since.append((msg_id, stream))
+        elif since is not None:
+            since[stream] = since.get(stream, 0) + 1
 
     def on_barrier(self, task: int, tup: Tuple) -> None:
         ex = self.ex
@@ -138,13 +151,13 @@ class SpoutBarriers:
             since = self._since.get(task)
             if since:
                 self._prepared.setdefault(task, []).append((txid, since))
-                self._since[task] = []
+                self._since[task] = self._empty(task)
         elif action == COMMIT:
             self._ack_committed(task, txid)
         elif action == ROLLBACK:
             # what was emitted since the last commit belongs to the rolled-back past
             if task in self._since:
-                self._since[task] = []
+                self._since[task] = self._empty(task)
             self._prepared.pop(task, None)
         self._ack(tup, self._pass_on(task, tup))
 
@@ -152,10 +165,15 @@ class SpoutBarriers:
         prepared = self._prepared.get(task)
         if not prepared:
             return
-        ack = self.ex.ack_committed
+        ex = self.ex
         while prepared and prepared[0][0] <= txid:
-            for msg_id, stream in prepared.pop(0)[1]:
-                ack(task, msg_id, stream)
+            done = prepared.pop(0)[1]
+            if type(done) is list:
+                for msg_id, stream in done:
+                    ex.ack_committed(task, msg_id, stream)
+            else:
+                for stream, n in done.items():
+                    ex.count_committed(stream, n)
 
     def _pass_on(self, task: int, tup: Tuple) -> int:
         """Emit the step on this task's `$checkpoint` stream anchored to `tup`; the value its ack

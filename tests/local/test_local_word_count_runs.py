@@ -20,13 +20,14 @@ import pytest
 from testutil import ROOT, wait_until
 
 from daemons.local import LocalCluster
-from executor.api import BasicBolt, TopologyBuilder
+from executor.api import BasicBolt, FailedException, TopologyBuilder
 
 sys.path.insert(0, str(ROOT / "examples" / "word_count"))
 from word_count_components import (  # noqa: E402
     SENTENCES,
     CountBolt,
     RandomSentenceSpout,
+    SentenceSpout,
     SplitSentenceBolt,
 )
 
@@ -84,10 +85,10 @@ def topology(rows: Rows, seed: int):
     return b.create_topology()
 
 
-def sentences_of(seed: int) -> Counter:
-    """The words RandomSentenceSpout emits with this seed and limit."""
+def sentences_of(seed: int, n: int = N) -> Counter:
+    """The words RandomSentenceSpout (and SentenceSpout) emit with this seed and limit."""
     rng, out = random.Random(seed), Counter()
-    for _ in range(N):
+    for _ in range(n):
         out.update(rng.choice(SENTENCES).split())
     return out
 
@@ -117,3 +118,53 @@ def test_totals_add_up_across_a_kill_and_a_new_submission_under_the_same_name(pr
         assert rows.runs() == first_runs
     else:  # each new task started a run of its own
         assert rows.runs() > first_runs
+
+
+class SplitFailingOnce(SplitSentenceBolt):
+    """The example's split, failing one sentence once (shared by its copies): in exactly-once
+    mode that rolls the whole topology back to the last commit."""
+
+    def __init__(self, at: int):
+        self.at = at
+        self.seen = [0]
+        self.lock = threading.Lock()
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def execute(self, tup, collector):
+        with self.lock:
+            self.seen[0] += 1
+            fail = self.seen[0] == self.at
+        if fail:
+            raise FailedException(f"split fails sentence {self.at} once")
+        super().execute(tup, collector)
+
+
+def test_the_exactly_once_word_count_counts_each_sentence_once_through_a_rollback():
+    """The example as it runs (SentenceSpout, exactly once) with a failed sentence half-way: the
+    topology rolls back to the last commit, the spout sends the same sentences again from its
+    committed position (its random generator's state, put at pre_prepare) and the counts end
+    exact; the spout's tuples count as acked once their checkpoint commits."""
+    n = 4000
+    rows = Rows()
+    b = TopologyBuilder()
+    b.set_spout("sentences", SentenceSpout(limit=n, seed=3, rate=2000), 1)
+    b.set_bolt("split", SplitFailingOnce(at=n // 2), 2).shuffle_grouping("sentences")
+    b.set_bolt("count", CountBolt(window_secs=0.2), 2).fields_grouping("split", ["word"])
+    b.set_bolt("store", RecordRows(rows), 1).shuffle_grouping("count")
+    conf = {"topology.state.exactly.once": True, "topology.state.checkpoint.interval.ms": 200}
+    want = sentences_of(3, n)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("wc-eo", conf, b.create_topology())
+        wait_until(lambda: rows.totals() == want, 120,
+                   lambda: f"every sentence counted: {sorted((want - rows.totals()).items())[:5]} short, "
+                           f"{sorted((rows.totals() - want).items())[:5]} over", interval=0.2)
+        wait_until(lambda: cluster.component_stats("wc-eo")["sentences"].get("acked", 0) >= n, 60,
+                   lambda: f"the spout's {n} sentences acked as committed: {cluster.component_stats('wc-eo')}",
+                   interval=0.2)
+        stats = cluster.component_stats("wc-eo")["sentences"]
+        cluster.kill_topology("wc-eo", wait_secs=0)
+    assert rows.totals() == want
+    # rolled back and sent again: more emitted than acked, each sentence acked once
+    assert stats.get("acked") == n and stats.get("emitted", 0) > n and stats.get("failed", 0) == 0, stats
