@@ -115,7 +115,8 @@ def nimbus_lines(nimbuses: Sequence[NimbusRow]) -> list[str]:
 def list_(conf):
     """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
     the last 5 minutes and the last error (where and when); first, with several Nimbus daemons,
-    one line per Nimbus: Leader or Not a Leader."""
+    one line per Nimbus: Leader or Not a Leader; last, a line per topology whose checkpoints
+    stopped committing, saying why."""
     info = ClusterInfo.from_wire(call(conf, "cluster_info"))
     for line in nimbus_lines(info.nimbuses or ()):
         click.echo(line)
@@ -131,6 +132,9 @@ def list_(conf):
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    for t in tops:
+        if t.checkpoint_stall:
+            click.echo(t.checkpoint_stall)
 
 
 # A problem older than this is history (the UI keeps it): the list shows what is wrong now.

@@ -51,6 +51,7 @@ class TopologyRow:
     live_workers: int | None = None
     recent_restarts: int = 0
     last_error: TopologyProblem | None = None
+    checkpoint_stall: str | None = None  # why its checkpoints stopped committing (executor/checkpoint/stall.py)
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> TopologyRow:
@@ -62,7 +63,8 @@ class TopologyRow:
                    requested_workers=w.req("requested_workers"),
                    slots=w.seq("slots", lambda s, at: fixed(s, at, 2)),
                    live_workers=w.opt("live_workers"), recent_restarts=w.opt("recent_restarts", 0),
-                   last_error=None if problem is None else TopologyProblem.from_wire(problem, f"{where}.last_error"))
+                   last_error=None if problem is None else TopologyProblem.from_wire(problem, f"{where}.last_error"),
+                   checkpoint_stall=w.opt("checkpoint_stall"))
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "id": self.id, "status": self.status, "num_tasks": self.num_tasks,
@@ -70,7 +72,8 @@ class TopologyRow:
                 "uptime_secs": self.uptime_secs, "owner": self.owner, "requested_workers": self.requested_workers,
                 "slots": [list(s) for s in self.slots], "live_workers": self.live_workers,
                 "recent_restarts": self.recent_restarts,
-                "last_error": None if self.last_error is None else self.last_error.to_wire()}
+                "last_error": None if self.last_error is None else self.last_error.to_wire(),
+                "checkpoint_stall": self.checkpoint_stall}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -66,6 +66,7 @@ from daemons.nimbus.transitions import (
     transition,
 )
 from daemons.rpc.protocol import UnavailableError
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
 from executor.package import (
@@ -75,6 +76,7 @@ from executor.package import (
     without_daemon_keys,
     without_secrets,
 )
+from executor.stats_record import StatsDecodeError, from_wire
 from executor.structure import TopologyStructure, validate_structure, validate_topology_name
 from executor.submit_rules import check_topology
 
@@ -405,16 +407,40 @@ class NimbusCore:
             now = self.clock()
             abandoned = set(self._abandoned)
             components = {sid: tuple(sorted(m.structure.components)) for sid, m in self._meta.items()}
+            confs = {sid: m.conf for sid, m in self._meta.items() if CHECKPOINT_COMPONENT in m.structure.components}
             seen = {sid: dict(cache) for sid, cache in self._beats.items()}
         sups = self.cluster.all_supervisor_info()
         facts = []
         for storm_id in sorted(self.cluster.active_storms()):
             base = None if storm_id in abandoned else self._base_or_none(storm_id)
             if base is not None:
-                facts.append(TopologyFacts(storm_id, base, self._assignment_or_none(storm_id),
+                assignment = self._assignment_or_none(storm_id)
+                facts.append(TopologyFacts(storm_id, base, assignment,
                                            self._last_errors(storm_id, components.get(storm_id, ())),
-                                           seen.get(storm_id, {})))
+                                           seen.get(storm_id, {}), confs.get(storm_id),
+                                           self._checkpoint_figures(storm_id, assignment)))
         return cluster_summary(facts, sups, now, self.started_at, storm_py_version(), self._health_settings())
+
+    def _checkpoint_figures(self, storm_id: str, assignment: Assignment | None) -> Mapping[str, Any] | None:
+        """The checkpoint spout's last reported figures (a topology with state), or None: one
+        worker heartbeat read, for `storm-py list`'s stalled-checkpoints line."""
+        if assignment is None:
+            return None
+        with self.lock:
+            meta = self._meta.get(storm_id)
+            base = self._base_or_none(storm_id) if meta is not None else None
+            if meta is None or base is None or CHECKPOINT_COMPONENT not in meta.structure.components:
+                return None
+            mine = set(map(tuple, self.layout(storm_id, base).executors.get(CHECKPOINT_COMPONENT, ())))
+        enp = {e: slot for e, slot in assignment.executor_node_port.items() if tuple(e) in mine}
+        for beat in self.cluster.executor_beats(storm_id, enp).values():
+            try:
+                record = from_wire(beat.stats) if beat.stats is not None else None
+            except StatsDecodeError:
+                record = None
+            if record is not None and record.extra:
+                return record.extra
+        return None
 
     def _health_settings(self) -> HealthSettings:
         return HealthSettings(float(self.conf["nimbus.task.timeout.secs"]), str(self.conf["storm.zookeeper.root"]))

@@ -24,6 +24,7 @@ from daemons.answers.details import (
 )
 from daemons.nimbus import health
 from daemons.nimbus.liveness import Seen
+from executor.checkpoint.stall import checkpoint_stall
 from executor.layout import TopologyLayout
 from executor.structure import ComponentStructure
 
@@ -39,6 +40,9 @@ class TopologyFacts:
     last_errors: Mapping[str, ErrorInfo] = field(default_factory=dict)
     # Nimbus's liveness cache of the topology's executors (daemons/nimbus/liveness.py).
     seen: Mapping[Any, Seen] = field(default_factory=dict)
+    # A topology with state: its conf, and its checkpoint spout's last reported figures.
+    conf: Mapping[str, Any] | None = None
+    checkpoint_figures: Mapping[str, Any] | None = None
 
     @property
     def executor_node_port(self) -> Mapping:
@@ -80,6 +84,13 @@ def topology_health(t: TopologyFacts, sups: Mapping[str, SupervisorInfo], now: f
     return TopologyHealth(live, restarts, None if problem is None else problem.to_answer())
 
 
+def _stall(t: TopologyFacts, now: float) -> str | None:
+    """Why its checkpoints stopped committing (executor/checkpoint/stall.py), for an active topology."""
+    if t.conf is None or not t.checkpoint_figures or t.base.status != "active":
+        return None
+    return checkpoint_stall(t.base.storm_name, t.conf, t.base.launch_time_secs, now, t.checkpoint_figures)
+
+
 def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, SupervisorInfo], now: float,
                     nimbus_started_at: float, version: str, settings: HealthSettings) -> ClusterInfo:
     """cluster_info's answer: the supervisors with their used slots and every topology's
@@ -97,7 +108,8 @@ def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, Supe
             name=base.storm_name, id=t.storm_id, status=base.status, num_tasks=sum(e - s + 1 for s, e in enp),
             num_workers=len(slots), num_executors=len(enp), uptime_secs=int(now - base.launch_time_secs),
             owner=base.owner or "", requested_workers=base.num_workers, slots=tuple(sorted(slots)),
-            live_workers=h.live_workers, recent_restarts=h.recent_restarts, last_error=h.last_error))
+            live_workers=h.live_workers, recent_restarts=h.recent_restarts, last_error=h.last_error,
+            checkpoint_stall=_stall(t, now)))
     supervisors = tuple(SupervisorRow(
         id=sid, host=info.hostname, slots=len(info.meta), used=len(used.get(sid, ())), ports=tuple(info.meta),
         uptime_secs=info.uptime_secs, version=info.version or "", logviewer_port=info.logviewer_port,

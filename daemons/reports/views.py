@@ -26,7 +26,8 @@ from daemons.answers.details import (
 from daemons.reports import formats as fmt
 from daemons.reports.layout import layout as layered_layout
 from executor import stats as st
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.checkpoint.protocol import ALIGNMENT, ALIGNMENT_MAX, CHECKPOINT_COMPONENT
+from executor.checkpoint.stall import checkpoint_stall as stall_line
 from executor.layout import ACKER_COMPONENT
 from executor.package import masked
 from executor.stats_record import ExecutorStats
@@ -326,7 +327,13 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
         v = extra.get(key)
         return None if v is None else round(float(v), 3)
 
+    # Alignment: the bolts' barrier alignment, the longest of their last ones and of their
+    # recent ones (executor/checkpoint/forwarder.py).
+    aligned = [r.extra for c in topo.details.components if c.kind == "bolt"
+               for r in topo.component_records(c.id) if ALIGNMENT in r.extra]
     return {"lastCommittedTxid": extra.get("last_committed_txid"),
+            "alignmentMs": round(max(float(e[ALIGNMENT]) for e in aligned), 3) if aligned else None,
+            "alignmentMaxMs": round(max(float(e.get(ALIGNMENT_MAX, 0)) for e in aligned), 3) if aligned else None,
             "lastCommitAgeSecs": None if at is None else round(max(0.0, now - at), 1),
             "commits": int(extra.get("commits") or 0), "commitLatencyMs": ms("commit_latency_ms"),
             "commitLatencyMaxMs": ms("commit_latency_max_ms"), "rollbacks": int(extra.get("rollbacks") or 0),
@@ -335,29 +342,14 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
 
 def checkpoint_stall(topo: _Topo) -> str | None:
     """A topology with state whose checkpoints stopped committing, and why, in words; None when
-    they commit (or before the checkpoint spout reported). Stopped: no commit for ten intervals,
-    and at least 30 s (on the workers' clock against Nimbus's: one machine in a dev cluster)."""
+    they commit (or before the checkpoint spout reported): executor/checkpoint/stall.py."""
     d = topo.details
     if d.status != "active" or topo.component(CHECKPOINT_COMPONENT) is None:
         return None
     extra = next((r.extra for r in topo.component_records(CHECKPOINT_COMPONENT) if r.extra), None)
     if not extra:
         return None
-    interval = max(0.1, float(d.conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000)
-    at = extra.get("last_committed_at")
-    since = d.now_secs - (float(at) if at is not None else float(d.launch_time_secs))
-    if since < max(30.0, 10 * interval):
-        return None
-    last = "none yet" if at is None else f"the last was txid {extra.get('last_committed_txid')}"
-    rollbacks = int(extra.get("rollbacks") or 0)
-    if extra.get("recovering"):
-        why = ("it keeps rolling back: a step fails every time it is tried (the components' last errors say "
-               "which: an unreachable state provider, a hook that raises)")
-    else:
-        why = ("a checkpoint step is not completing: a task does not pass it on (a lost worker, a bolt stuck in "
-               "execute); it fails after topology.message.timeout.secs and the topology rolls back")
-    return (f"checkpoints of topology {d.name} have not committed for {int(since)} s ({last}; {rollbacks} "
-            f"rollback(s)): {why}")
+    return stall_line(d.name, d.conf, float(d.launch_time_secs), d.now_secs, extra)
 
 
 def diagnosis(details: TopologyDetails) -> list[str]:

@@ -77,6 +77,10 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
                                    "Mean checkpoint latency, PREPARE sent to COMMIT done", labels=["topology"])
     cp_rollbacks = CounterMetricFamily("storm_checkpoint_rollbacks", "Rollbacks to the last commit",
                                        labels=["topology"])
+    cp_align = GaugeMetricFamily("storm_checkpoint_alignment_ms", "The bolts' longest barrier alignment of "
+                                 "their last checkpoint: a PREPARE's first input copy to its last", labels=["topology"])
+    cp_align_max = GaugeMetricFamily("storm_checkpoint_alignment_max_ms", "The bolts' longest barrier alignment "
+                                     "of their last 60 checkpoints", labels=["topology"])
     win_events = GaugeMetricFamily("storm_window_events", "Tuples a windowed bolt's windows hold now",
                                    labels=labels2)
     win_late = CounterMetricFamily("storm_window_late_tuples", "Tuples a windowed bolt got after its watermark "
@@ -113,6 +117,9 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
             if cp["commitLatencyMs"] is not None:
                 cp_latency.add_metric([name], cp["commitLatencyMs"])
             cp_rollbacks.add_metric([name], cp["rollbacks"])
+            if cp["alignmentMs"] is not None:
+                cp_align.add_metric([name], cp["alignmentMs"])
+                cp_align_max.add_metric([name], cp["alignmentMaxMs"])
         for w in windows(d):
             win_events.add_metric([name, w["componentId"]], w["eventsInWindow"])
             win_late.add_metric([name, w["componentId"]], w["lateTuples"])
@@ -120,7 +127,7 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
             restarts.add_metric([name, hosts.get(sid, sid), str(port)], n)
     return [up, status, workers, slots, used, emitted, transferred, acked, failed, executed, capacity,
             complete, execute, backpressure, restarts, cp_txid, cp_age, cp_commits, cp_latency, cp_rollbacks,
-            win_events, win_late]
+            cp_align, cp_align_max, win_events, win_late]
 
 
 class _NimbusCollector(Collector):

@@ -6,12 +6,16 @@ any other bolt: nothing), pass it on anchored and ack it. Data tuples go to the 
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 
 from executor.adapters import Adapter, user_component
 from executor.checkpoint.api import CheckpointedOutput
 from executor.checkpoint.barrier_mode import WorkerLosses
 from executor.checkpoint.protocol import (
+    ALIGNMENT,
+    ALIGNMENT_MAX,
+    ALIGNMENTS_KEPT,
     CHECKPOINT_STREAM,
     COMMIT,
     INITSTATE,
@@ -50,6 +54,10 @@ class CheckpointHandler(Adapter):
         self._restored = False
         self._losses = losses
         self._losses_at_restore = 0
+        # Alignment: from a PREPARE's first copy to its last (0 with one input), in ms, for the
+        # last ALIGNMENTS_KEPT checkpoints (the UI's checkpoints table, /metrics).
+        self._align_from: float | None = None
+        self._alignments: deque = deque(maxlen=ALIGNMENTS_KEPT)
 
     # ---- what the wrapped bolt needs from the executor ----
     def input_room(self) -> int:
@@ -60,7 +68,11 @@ class CheckpointHandler(Adapter):
             self._inner.release_on_death()
 
     def gauges(self) -> dict[str, float]:
-        return self._inner.gauges() if isinstance(self._inner, Adapter) else {}
+        g = self._inner.gauges() if isinstance(self._inner, Adapter) else {}
+        if self._alignments:
+            g[ALIGNMENT] = self._alignments[-1]
+            g[ALIGNMENT_MAX] = max(self._alignments)
+        return g
 
     # ---- lifecycle ----
     def prepare(self, conf, context, collector) -> None:
@@ -154,9 +166,14 @@ class CheckpointHandler(Adapter):
             if self.exactly_once:
                 self._blocked.add(tup.source_task)
                 self._aligning_on = (action, txid)
+            if action == PREPARE and self._align_from is None:
+                self._align_from = time.monotonic()
             collector.ack(tup)
             return
         self._blocked = set()
+        if action == PREPARE:
+            since, self._align_from = self._align_from, None
+            self._alignments.append(0.0 if since is None else round((time.monotonic() - since) * 1000, 3))
         if self._last_txid is not None and txid < self._last_txid:
             collector.ack(tup)  # an older transaction's straggler: nothing to do
             return
@@ -180,6 +197,7 @@ class CheckpointHandler(Adapter):
             self._restored = True
             self._losses_at_restore = self._losses.count if self._losses is not None else 0
         if action == ROLLBACK:
+            self._align_from = None  # a PREPARE still aligning was given up
             self._last_txid = txid - 1
             self._barrier.clear()
         else:

@@ -61,6 +61,13 @@ class TxState:
 INITIAL = TxState(-1, COMMITTED)
 
 
+# A bolt's barrier alignment (a PREPARE's first copy to its last, ms) in its stats' gauges: the
+# last one, and the longest of the last ALIGNMENTS_KEPT (about a minute at the default interval).
+ALIGNMENT = "checkpoint_alignment_ms"
+ALIGNMENT_MAX = "checkpoint_alignment_max_ms"
+ALIGNMENTS_KEPT = 60
+
+
 class Barrier:
     """Counts the checkpoint tuples of one (action, txid) until every input task has sent its
     own (Storm's BaseStatefulBoltExecutor.shouldProcessTransaction): a bolt acts on a checkpoint

@@ -53,3 +53,21 @@ def test_health_is_decided_once_from_errors_deaths_and_slots():
     lonely = topology_health(TopologyFacts("wc-1", BASE, None), {}, NOW, SETTINGS)
     assert lonely.last_error.error.startswith("no supervisor offers slots: none is registered under "
                                                     "ZooKeeper root '/storm'")
+
+
+def test_a_topology_whose_checkpoints_stopped_says_why_in_its_row():
+    # what `storm-py list` prints under its table (executor/checkpoint/stall.py decides)
+    a = assigned(("sup-1", 6700))
+    stuck = {"last_committed_txid": 12, "last_committed_at": NOW - 45, "rollbacks": 4, "recovering": 1}
+    t = TopologyFacts("wc-1", BASE, a, {}, {}, {"topology.state.exactly.once": True}, stuck)
+    (row,) = cluster_summary([t], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0", SETTINGS).to_wire()["topologies"]
+    assert row["checkpoint_stall"].startswith("checkpoints of topology wc have not committed for 45 s "
+                                              "(the last was txid 12; 4 rollback(s)): it keeps rolling back")
+    fresh = {**stuck, "last_committed_at": NOW - 2}
+    (row,) = cluster_summary([TopologyFacts("wc-1", BASE, a, {}, {}, {}, fresh)], {"sup-1": supervisor()}, NOW,
+                             NOW - 500, "1.0", SETTINGS).to_wire()["topologies"]
+    assert row["checkpoint_stall"] is None
+    # no checkpoint figures (no state, or nothing reported yet): nothing to say
+    (row,) = cluster_summary([TopologyFacts("wc-1", BASE, a)], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0",
+                             SETTINGS).to_wire()["topologies"]
+    assert row["checkpoint_stall"] is None

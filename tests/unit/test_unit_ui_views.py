@@ -277,6 +277,27 @@ def test_checkpoints_that_stopped_committing_are_named_with_why():
     assert views.diagnosis(with_checkpoints(stuck, {"topology.state.checkpoint.interval.ms": 10_000})) == []
 
 
+def test_the_checkpoints_table_has_the_bolts_longest_alignment():
+    fresh = {"last_committed_txid": 40, "last_committed_at": 1060.0, "commits": 40, "rollbacks": 0, "recovering": 0}
+    d = details_wire()
+    d["components"].append({"id": "$checkpointspout", "kind": "spout", "tasks": 1, "inputs": []})
+    d["executors"].append({"executor": [6, 6], "component": "$checkpointspout", "node": "sup-1", "host": "h1",
+                           "port": 6700, "start_time_secs": 1000, "alive": True, "uptime_secs": 60,
+                           "stats": to_wire(ExecutorStats("$checkpointspout", "spout", 60, _windows({}),
+                                                          extra=fresh))})
+    d["errors"]["$checkpointspout"] = []
+    before = views.checkpoints(TopologyDetails.from_wire(d), 1065.0)
+    assert before["alignmentMs"] is None and before["alignmentMaxMs"] is None  # no bolt aligned yet
+    bolts = [e for e in d["executors"] if e["component"] != "$checkpointspout"
+             and any(c["id"] == e["component"] and c["kind"] == "bolt" for c in d["components"])]
+    assert len(bolts) >= 2
+    for e, (last, most) in zip(bolts, [(2.5, 40.0), (7.25, 12.0)]):
+        e["stats"] = to_wire(ExecutorStats(e["component"], "bolt", 60, _windows({}),
+                                           extra={"checkpoint_alignment_ms": last, "checkpoint_alignment_max_ms": most}))
+    got = views.checkpoints(TopologyDetails.from_wire(d), 1065.0)
+    assert (got["alignmentMs"], got["alignmentMaxMs"]) == (7.25, 40.0)
+
+
 def with_count(d: dict, count_queue: tuple[int, int]) -> TopologyDetails:
     """`details_wire` with a count bolt fed by split (fields grouping), its receive queue as given."""
     d["components"].append({"id": "count", "kind": "bolt", "tasks": 1,

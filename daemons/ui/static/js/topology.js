@@ -50,6 +50,8 @@ async function render() {
       { title: "Checkpoints", value: (c) => c.commits },
       { title: "Commit latency (ms)", value: (c) => (c.commitLatencyMs ?? "") },
       { title: "Max commit latency (ms)", value: (c) => (c.commitLatencyMaxMs ?? "") },
+      { title: "Alignment (ms)", value: (c) => (c.alignmentMs ?? "") },
+      { title: "Max alignment, last 60 (ms)", value: (c) => (c.alignmentMaxMs ?? "") },
       { title: "Rollbacks", value: (c) => c.rollbacks, cls: (c) => (c.rollbacks ? "warm" : undefined) },
       { title: "Recovering", value: (c) => (c.recovering ? "yes" : "no") },
     ], [cp]);
