@@ -10,7 +10,10 @@ The `none` variant is the same word count with no guarantee at all (no message i
 the price of a guarantee is each variant's `processed` rate (sentences the split bolt executed a
 second, the same measure for every variant) over none's (`ratio_to_none`).
 
-usage: python3 bench/state.py [--seconds 10] [--warmup 5] [--repeat 2] [--only plain memory redis]
+With --splits 2 the count bolt has two inputs and aligns each checkpoint's barrier: the
+alignment percentiles are of its last 60 checkpoints (executor/checkpoint/forwarder.py).
+
+usage: python3 bench/state.py [--seconds 10] [--warmup 5] [--repeat 2] [--only plain memory redis] [--splits 1]
 """
 
 from __future__ import annotations
@@ -74,24 +77,30 @@ class StatefulBenchSpout(BaseStatefulSpout):
         self.state = state
         self.n = state.get("n", 0)
 
+    def pre_prepare(self, txid):
+        self.state.put("n", self.n)  # the position once per checkpoint, not per tuple
+
     def next_tuple(self):
         n = self.n
         self.n = n + 1
-        self.state.put("n", self.n)
         self.c.emit(sentence(n), msg_id=n)
 
     def ack(self, msg_id):
         self.acks += 1
 
 
-def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None) -> dict:
+def _executors(cluster, component: str) -> list:
+    return [ex for w in cluster.workers("bench") for ex in w.executors if ex.component_id == component]
+
+
+def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None, splits: int = 1) -> dict:
     from daemons.local import LocalCluster
 
     b = TopologyBuilder()
     eo = variant.startswith("exactly-once")
     plain = variant in ("plain", "none")
     b.set_spout("spout", StatefulBenchSpout() if eo else BenchSpout(["sentence"], sentence, acked=variant != "none"))
-    b.set_bolt("split", Split()).shuffle_grouping("spout")
+    b.set_bolt("split", Split(), splits).shuffle_grouping("spout")
     b.set_bolt("count", Count() if plain else StatefulCount()).fields_grouping("split", ["word"])
     conf = {"topology.workers": 1, "topology.max.spout.pending": 40_000 if variant == "redis-pending-40k" else PENDING,
             "topology.state.checkpoint.interval.ms": 100 if variant == "memory-100ms" else 1000,
@@ -106,7 +115,7 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None)
         cluster.submit_topology("bench", conf, b.create_topology())
         spout_ex = _find(cluster, "bench", "spout")
         spout = user_component(spout_ex.w.objs[spout_ex.task_ids[0]])
-        split_ex = _find(cluster, "bench", "split")
+        split_exs = _executors(cluster, "split")
         cp = None
         if not plain:
             cp_ex = _find(cluster, "bench", "$checkpointspout")
@@ -114,10 +123,14 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None)
         time.sleep(warmup)
         if cp is not None:
             cp.recent_commit_secs.clear()
-        c0, x0, cpu0, t0 = spout.acks, split_ex.executed, time.process_time(), time.monotonic()
+        c0, x0, cpu0, t0 = spout.acks, sum(ex.executed for ex in split_exs), time.process_time(), time.monotonic()
         time.sleep(seconds)
-        c1, x1, cpu1, t1 = spout.acks, split_ex.executed, time.process_time(), time.monotonic()
+        c1, x1, cpu1, t1 = spout.acks, sum(ex.executed for ex in split_exs), time.process_time(), time.monotonic()
         commits = sorted(cp.recent_commit_secs) if cp is not None else []
+        # The count bolt's barrier alignments (its last 60: executor/checkpoint/forwarder.py);
+        # with one split task there is nothing to align.
+        aligned = sorted(a for ex in _executors(cluster, "count") for t in ex.task_ids
+                         for a in getattr(ex.w.objs[t], "_alignments", ()))
         died = cluster.died("bench")
 
     def pct(p):
@@ -127,6 +140,9 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None)
             "processed": round((x1 - x0) / (t1 - t0)),
             "commit_latency_ms_p50": pct(0.5), "commit_latency_ms_p99": pct(0.99),
             "commit_latency_ms_max": pct(1.0), "commits": len(commits), "failed": spout.fails,
+            "alignment_ms_p50": aligned[len(aligned) // 2] if aligned else None,
+            "alignment_ms_p99": aligned[min(len(aligned) - 1, int(0.99 * len(aligned)))] if aligned else None,
+            "alignments": len(aligned), "splits": splits,
             "died": [str(d) for d in died], "cpu_secs_per_sec": round((cpu1 - cpu0) / (t1 - t0), 2),
             "seconds": seconds, "settings": conf, "python": platform.python_version(), "cpus": os.cpu_count()}
 
@@ -137,6 +153,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--only", nargs="*", choices=VARIANTS)
+    ap.add_argument("--splits", type=int, default=1, help="split bolt executors (2+: the count bolt aligns barriers)")
     ap.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     ap.add_argument("--redis-port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -147,7 +164,7 @@ def main() -> None:
         from executor.gc_policy import apply_gc_thresholds
 
         apply_gc_thresholds(default_config())
-        print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.redis_port)), flush=True)
+        print(json.dumps(run_one(args.child, args.seconds, args.warmup, args.redis_port, args.splits)), flush=True)
         return
     from cluster_state.redisserver import RedisServer
 
@@ -158,7 +175,8 @@ def main() -> None:
         for _ in range(args.repeat):
             for v in variants:  # alternated: the machine's speed drifts
                 out = subprocess.run([sys.executable, __file__, "--child", v, "--seconds", str(args.seconds),
-                                      "--warmup", str(args.warmup), "--redis-port", str(redis.port if redis else 0)],
+                                      "--warmup", str(args.warmup), "--redis-port", str(redis.port if redis else 0),
+                                      "--splits", str(args.splits)],
                                      capture_output=True, text=True, timeout=args.seconds + args.warmup + 120)
                 line = next((ln for ln in out.stdout.splitlines() if ln.startswith("{")), None)
                 if line is None:
