@@ -169,10 +169,19 @@ class WindowManager:
         self._expired_since = [decode(item) for item in expired]
 
     def restamp(self, now: float) -> None:
-        """Processing time, after a restore: the restored items count as arrived `now` (in their
-        order). With their old arrival times the first trigger after a worker's downtime would
-        expire them without handing them out in any window."""
-        self._events = [(now, seq, item) for _ts, seq, item in self._events]
+        """Processing time, after a restore: the restored timeline moved so that its newest item
+        arrived `now`, the grid of window ends with it. With their old arrival times the first
+        trigger after a worker's downtime would expire them without handing them out in any
+        window; moved together, each item is in the windows it would have been in (all stamped
+        `now`, the items of the window last handed out came round again in the next one: a
+        tumbling window counted twice after an exactly-once rollback)."""
+        if not self._events:
+            self._next_end = 0.0  # nothing to place: the next tick starts a grid
+            return
+        delta = now - self._events[-1][0]
+        self._events = [(ts + delta, seq, item) for ts, seq, item in self._events]
+        if self._next_end:
+            self._next_end += delta
 
     def items(self) -> list:
         """Every item held now, in timestamp order."""

@@ -206,6 +206,24 @@ def test_event_time_windows_match_a_brute_force_computation(seed):
     assert got == want
 
 
+def test_a_restored_tumbling_window_hands_out_only_what_it_had_not():
+    # The items of the window last handed out stay in the manager until the next one expires
+    # them; restored (an exactly-once rollback, a restart) they must not come round again.
+    m = manager(**{S.LENGTH_DURATION_KEY: 500})  # tumbling 0.5 s
+    m.on_time(1000.0)  # the grid: ends 1000, 1500, 2000, ...
+    for i in range(3):
+        m.add(i, 1100.0 + i)
+    assert [w[0] for w in windows([m.on_time(1500.0)])] == [[0, 1, 2]]
+    m.add(3, 1600.0)
+    m.add(4, 1700.0)
+    data = m.snapshot(lambda x: x)
+    again = WindowManager(m.spec)
+    again.restore(data, lambda x: x)
+    again.restamp(60_000.0)  # the newest item arrived now; the grid end 2000 moves to 60,300
+    assert windows([again.on_time(60_200.0)]) == []
+    assert [w[0] for w in windows([again.on_time(60_300.0)])] == [[3, 4]]
+
+
 def test_restored_items_in_processing_time_are_handed_out_by_the_next_window():
     m = manager(**{S.LENGTH_DURATION_KEY: 500})  # tumbling 0.5 s
     for i in range(3):
