@@ -73,7 +73,7 @@ class TopologyRow:
                 "slots": [list(s) for s in self.slots], "live_workers": self.live_workers,
                 "recent_restarts": self.recent_restarts,
                 "last_error": None if self.last_error is None else self.last_error.to_wire(),
-                "checkpoint_stall": self.checkpoint_stall}
+                **({"checkpoint_stall": self.checkpoint_stall} if self.checkpoint_stall else {})}
 
 
 @dataclass(frozen=True, kw_only=True)

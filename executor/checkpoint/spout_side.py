@@ -37,6 +37,7 @@ class StatefulSpoutAdapter(SpoutAdapter):
         self.state = None
         self.initialized = False
         self._opener: StateOpener | None = None
+        self._where = f"stateful spout {type(user).__name__}"  # named by its task once opened
 
     def open(self, conf, context, collector) -> None:
         self._where = f"stateful spout {context.this_component_id}:{context.this_task_id}"

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from testutil import wait_until
 
+from executor.sinks._layout import committed_batches
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.timeout(120), pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
@@ -38,8 +40,12 @@ def test_word_count_example_runs_and_acks(tmp_path):
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
     try:
-        wait_until(lambda: any(re.search(r"acked +[1-9]\d*/s", line) for line in list(lines)), timeout=180,
-                   message=lambda: f"a status line with acks; output so far: {lines[-5:]}")
+        # Exactly once: a sentence is acked once the checkpoint after it commits, and its counts
+        # reach the table with the checkpoint after their window fired: wait for both.
+        wait_until(lambda: any(re.search(r"acked +[1-9]\d*/s", line) for line in list(lines))
+                   and bool(committed_batches(table)), timeout=180,
+                   message=lambda: f"a status line with acks and a committed batch in {table}; output so far: "
+                                   f"{lines[-5:]}")
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:

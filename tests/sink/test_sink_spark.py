@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.timeout(150), pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples" / "word_count"))
 
-from word_count_components import SENTENCES, build_topology, top_words  # noqa: E402
+from word_count_components import SENTENCES, RandomSentenceSpout, build_topology, top_words  # noqa: E402
 
 
 def _ids(df, column="id") -> list:
@@ -42,7 +42,9 @@ def test_word_count_table_equals_the_plain_python_count(spark, tmp_path):
     rng = random.Random(7)
     sentences = [rng.choice(SENTENCES) for _ in range(300)]
     path = str(tmp_path / "wc")
-    topology = build_topology(path, sink_options={"batch_size": 500, "flush_interval_secs": 0.3})
+    # the at-least-once build (RandomSentenceSpout), whose spout the mock replaces
+    topology = build_topology(path, spout=RandomSentenceSpout(),
+                              sink_options={"batch_size": 500, "flush_interval_secs": 0.3})
     result = complete_topology(topology, mock_sources={"sentences": [[s] for s in sentences]},
                                timeout_secs=120)
     assert result.failed["sentences"] == [] and len(result.acked["sentences"]) == 300

@@ -66,8 +66,8 @@ def test_a_topology_whose_checkpoints_stopped_says_why_in_its_row():
     fresh = {**stuck, "last_committed_at": NOW - 2}
     (row,) = cluster_summary([TopologyFacts("wc-1", BASE, a, {}, {}, {}, fresh)], {"sup-1": supervisor()}, NOW,
                              NOW - 500, "1.0", SETTINGS).to_wire()["topologies"]
-    assert row["checkpoint_stall"] is None
+    assert "checkpoint_stall" not in row
     # no checkpoint figures (no state, or nothing reported yet): nothing to say
     (row,) = cluster_summary([TopologyFacts("wc-1", BASE, a)], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0",
                              SETTINGS).to_wire()["topologies"]
-    assert row["checkpoint_stall"] is None
+    assert "checkpoint_stall" not in row
