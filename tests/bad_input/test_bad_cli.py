@@ -467,3 +467,27 @@ def test_build_names_the_third_party_modules_a_topology_imports(tmp_path):
     notes = [ln for ln in out.stderr.splitlines() if ln.startswith("note: ")]
     assert len(notes) == 1 and "the topology imports fancylib, installed here but not packaged" in notes[0], out.stderr
     assert "sibling" not in notes[0] and "json" not in notes[0] and "yaml" not in notes[0]
+
+
+def test_credentials_write_creates_a_new_conf_dir_and_its_storm_yaml_private(tmp_path):
+    # docs/operations.md: --write appends to --conf-dir's storm.yaml; a new directory is made
+    # (before: "error: --conf-dir DIR: no storm.yaml there").
+    import stat
+
+    import yaml
+
+    conf_dir = tmp_path / "new" / "conf"
+    out = storm_py_here("secure", "credentials", "--write", "--conf-dir", str(conf_dir), check=0)
+    path = conf_dir / "storm.yaml"
+    assert f"written to new file {path} (mode 600)" in out.stdout
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    written = yaml.safe_load(path.read_text())
+    assert written["storm.messaging.curve.public"] and written["storm.zookeeper.auth.payload"]
+    # an existing file is appended to, and never overwritten
+    again = storm_py_here("secure", "credentials", "--write", "--conf-dir", str(conf_dir), check=1)
+    assert "already sets" in again.stderr and "Traceback" not in again.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "storm.yaml").write_text("nimbus.seeds: [127.0.0.1]\n")
+    storm_py_here("secure", "credentials", "--write", "--conf-dir", str(other), check=0)
+    assert yaml.safe_load((other / "storm.yaml").read_text())["nimbus.seeds"] == ["127.0.0.1"]
