@@ -31,6 +31,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from cluster_state.config import ConfigError, default_config
 from daemons.rpc.protocol import NotLeaderError, UnreachableError, decode_reply, encode_request
@@ -45,6 +46,9 @@ SECRET_KEY = "nimbus.authentication.secret"
 # With refused_is_final: how long zmq may take to connect before a plain TCP connect checks
 # whether the seed refuses (a live seed on loopback connects in about a millisecond).
 REFUSED_CHECK_AFTER_SECS = 0.05
+# What a connecting socket's monitor reports: a handshake done, or refused by the server.
+_HANDSHAKE_EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 
 
 def connect_endpoint(host: str, port: int) -> str:
@@ -130,12 +134,19 @@ class RpcClient:
             self._leader = None
         order = self._order()
         refused: list[tuple[str, int]] = []
+        handshakes: dict[tuple[str, int], int] = {}  # endpoint -> the failed handshake's event
         for left, endpoint in zip(range(len(order), 0, -1), order):
             share = (deadline - time.monotonic()) / left
-            sock = self._open(*endpoint)
-            up = False
-            if sock is not None and share > 0:
-                up = self._wait_up(sock, endpoint, time.monotonic() + share)
+            opened = self._open(*endpoint)
+            sock = None if opened is None else opened[0]
+            up: bool | int | None = False
+            try:
+                if opened is not None and share > 0:
+                    up = self._wait_up(*opened, endpoint, time.monotonic() + share)
+            finally:
+                if opened is not None:
+                    sock.disable_monitor()
+                    opened[1].close(linger=0)
             if up is True:
                 self._sock, self._current = sock, endpoint
                 return sock
@@ -143,22 +154,48 @@ class RpcClient:
                 sock.close(linger=0)
             if up is None:
                 refused.append(endpoint)
+            elif up is not False:
+                handshakes[endpoint] = up
             log.debug("%s at %s not reachable%s", self.peer_name, _address(endpoint),
-                      " (connection refused)" if up is None else "")
+                      " (connection refused)" if up is None else " (handshake refused)" if up else "")
         self._leader = None
-        raise UnreachableError(self._unreachable_text(order, refused))
+        raise UnreachableError(self._unreachable_text(order, refused, handshakes))
 
-    def _wait_up(self, sock: zmq.Socket, endpoint: tuple[str, int], until: float) -> bool | None:
+    def _wait_up(self, sock: zmq.Socket, monitor: zmq.Socket, endpoint: tuple[str, int],
+                 until: float) -> bool | int | None:
         """Whether `sock` connected before `until`; None when the seed refused the connection
-        outright (only with refused_is_final: then it is not waited for)."""
-        if self.refused_is_final:
-            first = min(until - time.monotonic(), REFUSED_CHECK_AFTER_SECS)
-            if first > 0 and sock.poll(int(first * 1000) + 1, zmq.POLLOUT):
+        outright (only with refused_is_final: then it is not waited for); the zmq event of a
+        handshake the seed refused (it listens, but not for this client's security: a CURVE key
+        missing or not the cluster's), which is not waited for either. `monitor` reports the
+        socket's handshakes."""
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLOUT)
+        poller.register(monitor, zmq.POLLIN)
+        check_refused_at = time.monotonic() + REFUSED_CHECK_AFTER_SECS if self.refused_is_final else None
+        failed = 0
+        while True:
+            now = time.monotonic()
+            if now >= until:
+                return False
+            wake = until if check_refused_at is None else min(until, check_refused_at)
+            ready = dict(poller.poll(int(max(0.0, wake - now) * 1000) + 1))
+            if sock in ready:
                 return True
-            if connection_refused(*endpoint, timeout=max(0.01, min(1.0, until - time.monotonic()))):
-                return None
-        remaining = until - time.monotonic()
-        return remaining > 0 and bool(sock.poll(int(remaining * 1000) + 1, zmq.POLLOUT))
+            if monitor in ready:
+                event = recv_monitor_message(monitor)["event"]
+                if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                    failed = 0
+                    continue
+                failed += 1
+                # A mechanism mismatch is final (zmq does not reconnect after it); another
+                # failure counts twice in a row (not a server going away mid-handshake once).
+                if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL or failed >= 2:
+                    return event
+                continue
+            if check_refused_at is not None and time.monotonic() >= check_refused_at:
+                check_refused_at = None
+                if connection_refused(*endpoint, timeout=max(0.01, min(1.0, until - time.monotonic()))):
+                    return None
 
     def _order(self) -> list[tuple[str, int]]:
         """The leader a standby named, if any; then the seeds, from the one that answered last."""
@@ -169,20 +206,27 @@ class RpcClient:
             order = [self._leader] + [e for e in order if e != self._leader]
         return order
 
-    def _open(self, host: str, port: int) -> zmq.Socket | None:
+    def _open(self, host: str, port: int) -> tuple[zmq.Socket, zmq.Socket] | None:
+        """A REQ socket connecting to host:port, and the monitor of its handshakes (made before
+        the connect: a refused handshake may be reported once only); the caller closes both."""
         sock = zmq.Context.instance().socket(zmq.REQ)
         sock.linger = 0
         sock.setsockopt(zmq.IMMEDIATE, 1)
+        monitor = None
         try:
             if ":" in host.strip("[]"):
                 sock.ipv6 = True
             secure_client(sock, self._curve)
+            monitor = sock.get_monitor_socket(_HANDSHAKE_EVENTS)
             sock.connect(connect_endpoint(host, port))
         except zmq.ZMQError as exc:  # e.g. a malformed host: that seed is unreachable
             log.debug("cannot connect to %s:%s: %s", host, port, exc)
+            if monitor is not None:
+                sock.disable_monitor()
+                monitor.close(linger=0)
             sock.close(linger=0)
             return None
-        return sock
+        return sock, monitor
 
     def _drop(self) -> None:
         if self._sock is not None:
@@ -190,16 +234,36 @@ class RpcClient:
             self._sock = None
 
     def _unreachable_text(self, tried: Sequence[tuple[str, int]] = (),
-                          refused: Sequence[tuple[str, int]] = ()) -> str:
+                          refused: Sequence[tuple[str, int]] = (),
+                          handshakes: Mapping[tuple[str, int], int] | None = None) -> str:
+        handshakes = handshakes or {}
         if refused and set(refused) == set(tried):
             return (f"cannot reach {self.peer_name} at {', '.join(_address(e) for e in tried)}: "
                     "connection refused (nothing listens there)")
+        if handshakes and set(handshakes) | set(refused) == set(tried):
+            text = "; ".join(f"cannot reach {self.peer_name} at {_address(e)}: {self._handshake_words(event)}"
+                             for e, event in handshakes.items())
+            if refused:
+                text += f" ({', '.join(_address(e) for e in refused)}: connection refused)"
+            return text
         text = f"cannot reach {self.peer_name} at {', '.join(self.addresses)} within {self.timeout_secs:g}s"
         if refused:
             text += f" ({', '.join(_address(e) for e in refused)}: connection refused)"
-        if self._curve is not None:  # a handshake refused for the key looks the same from here
+        if self._curve is not None:  # a handshake that stalls rather than fails looks the same
             text += " (or it does not accept this cluster's CURVE key: check storm.messaging.curve.*)"
         return text
+
+    def _handshake_words(self, event: int) -> str:
+        """What a refused handshake means for this client: its CURVE settings against the server's."""
+        if self._curve is None:
+            return ("it refused this client's handshake: it uses the cluster's CURVE keys and this client's "
+                    "config has none (set storm.messaging.curve.public and storm.messaging.curve.secret as "
+                    "in the daemons' storm.yaml)")
+        if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL:
+            return ("it refused this client's handshake: this client's config sets storm.messaging.curve.* "
+                    "and the server does not use CURVE (or it is not Nimbus's port)")
+        return ("it does not accept this client's CURVE key (not this cluster's CURVE key: check "
+                "storm.messaging.curve.* against the daemons' storm.yaml)")
 
 
 def connection_refused(host: str, port: int, timeout: float) -> bool:

@@ -110,6 +110,9 @@ def test_tuples_cross_encrypted_links_and_nimbus_refuses_clients_without_the_key
         refused = storm_py("list", "-c", f"{PUBLIC_KEY}=null", "-c", f"{SECRET_KEY}=null",
                            "-c", "nimbus.thrift.timeout=3", conf_dir=cluster.conf_dir, check=1)
         assert refused.returncode != 0 and "cannot reach Nimbus" in refused.stderr, refused.stderr
+        # said at once (not after the 3 s timeout: the message is not the timeout's), with the keys to set
+        assert "it uses the cluster's CURVE keys and this client's config has none" in refused.stderr, refused.stderr
+        assert "within 3s" not in refused.stderr, refused.stderr
         other = yaml.safe_load(storm_py("secure", "credentials", check=0).stdout)
         wrong = storm_py("list", *[a for k in (PUBLIC_KEY, SECRET_KEY) for a in ("-c", f'{k}="{other[k]}"')],
                          "-c", "nimbus.thrift.timeout=3", conf_dir=cluster.conf_dir, check=1)

@@ -349,3 +349,38 @@ def test_start_stop_idempotent_and_no_thread_left():
     srv.stop()
     assert srv.status is Status.STOPPED
     assert_threads_gone((NAME,))
+
+
+def test_a_handshake_the_server_refuses_is_named_not_waited_for():
+    # The port answers but the handshake does not (a client without the cluster's CURVE keys,
+    # or with another cluster's): before, the client waited out its timeout in silence and said
+    # only "cannot reach"; now it gives up on that seed and says why (the message is the proof
+    # it was not waited for: a timeout says "within 10s").
+    from executor.transport.curve import curve_keys, new_keys
+
+    cluster, other = curve_keys(new_keys()), curve_keys(new_keys())
+    srv = RpcServer("127.0.0.1", 0, HANDLERS, name=NAME, curve=cluster)
+    srv.start()
+    try:
+        with RpcClient("127.0.0.1", srv.port, timeout_secs=10, refused_is_final=True) as c:
+            with pytest.raises(UnreachableError, match=rf"^cannot reach Nimbus at 127.0.0.1:{srv.port}: it refused "
+                                                       r"this client's handshake: it uses the cluster's CURVE keys and this "
+                                                       r"client's config has none"):
+                c.call("echo", x=1)
+        with RpcClient("127.0.0.1", srv.port, timeout_secs=10, curve=other) as c:
+            with pytest.raises(UnreachableError, match=r"does not accept this client's CURVE key"):
+                c.call("echo", x=1)
+        with RpcClient("127.0.0.1", srv.port, timeout_secs=10, curve=cluster) as c:
+            assert c.call("echo", x=1) == {"x": 1}
+    finally:
+        srv.stop()
+    plain = RpcServer("127.0.0.1", 0, HANDLERS, name=NAME)
+    plain.start()
+    try:
+        with RpcClient("127.0.0.1", plain.port, timeout_secs=10, curve=cluster) as c:
+            with pytest.raises(UnreachableError, match=r"sets storm.messaging.curve.\* and the server does not use "
+                                                       r"CURVE"):
+                c.call("echo", x=1)
+    finally:
+        plain.stop()
+    assert_threads_gone((NAME,))
