@@ -131,7 +131,7 @@ def local(file, duration, name, ui_port, conf, overrides):
         if stop.received:
             click.echo(f"{'interrupted' if stop.received == 'SIGINT' else stop.received}: shutting down",
                        err=True)
-        stats = cluster.component_stats(name)
+        stats = cluster.component_stats(name, include_sys=False)  # the user's figures, as the UI's
         died, reported = cluster.died(name), cluster.errors(name)
         elapsed = time.monotonic() - start
         cluster.kill_topology(name)  # deactivate, then stop: components' close/cleanup run
@@ -183,7 +183,7 @@ def _run(cluster, name: str, spouts: set[str], start: float, duration: float | N
         now = time.monotonic()
         if now < status_due:
             continue
-        e, a, f, p = _spout_totals(cluster.component_stats(name), spouts)
+        e, a, f, p = _spout_totals(cluster.component_stats(name, include_sys=False), spouts)
         dt = max(1e-6, now - last_t)
         click.echo(f"[{now - start:6.1f}s] emitted {(e - last[0]) / dt:9.0f}/s  "
                    f"acked {(a - last[1]) / dt:9.0f}/s  failed {(f - last[2]) / dt:7.0f}/s  pending {p}")

@@ -35,10 +35,12 @@ from executor.core import log_core
 from executor.errors import ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout
 from executor.lifecycle import Status
-from executor.stats import component_totals, group_by_component
+from executor.stats import component_figures, component_totals, group_by_component
+from executor.stats_windows import ALL_TIME
 from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
+from executor.tuple import is_system_id
 from executor.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -297,11 +299,16 @@ class LocalCluster:
     def _workers(self, name: str) -> list[Worker]:
         return [p.worker for p in self._running(self._get(name).storm_id)]
 
-    def component_stats(self, name: str) -> dict[str, dict[str, float]]:
+    def component_stats(self, name: str, include_sys: bool = True) -> dict[str, dict[str, float]]:
         """All-time totals of the topology's run: every worker it had, including ones that
-        died (their final figures), merged by executor/stats.py as Nimbus merges heartbeats."""
+        died (their final figures), merged by executor/stats.py as Nimbus merges heartbeats.
+        `include_sys=False`: the user's streams only (no ticks, checkpoint or acker tuples) and
+        no system components, as Storm's UI shows a topology without sys=1."""
         records = self._launcher.stats_snapshots(self._get(name).storm_id)
-        return {comp: component_totals(recs) for comp, recs in group_by_component(records).items()}
+        if include_sys:
+            return {comp: component_totals(recs) for comp, recs in group_by_component(records).items()}
+        return {comp: component_figures(recs, ALL_TIME, False) for comp, recs in group_by_component(records).items()
+                if not is_system_id(comp)}
 
     def errors(self, name: str) -> list[ErrorRecord]:
         return list(self._get(name).errors)
