@@ -84,13 +84,24 @@ def newest_problem(component_errors: Mapping[str, Iterable[tuple[int, str, str |
     return max(found, key=lambda p: (p.time_secs, p.component or ""))
 
 
-def crash_loop_problem(problem: Problem | None, restarts: int, live_workers: int) -> Problem | None:
-    """Workers that keep dying without a traceback say so first: the newest problem, prefixed
-    with how often they restarted (such a death's line alone reads like a one-off; a traceback
-    says what is wrong by itself, and the RESTARTS column says how often)."""
+# How far back a crash loop's cause is looked for: the RESTARTS(5m) window.
+CRASH_LOOP_WINDOW_SECS = 300
+
+
+def crash_loop_problem(problem: Problem | None, restarts: int, live_workers: int,
+                       cause: Problem | None = None) -> Problem | None:
+    """Workers that keep dying without a traceback say so first: prefixed with how often they
+    restarted (such a death's line alone reads like a one-off; a traceback says what is wrong by
+    itself, and the RESTARTS column says how often), with `cause` (the newest problem that says
+    something: an error, a death's error line) when there is one within the loop's window, so
+    that the cause stays the headline while the loop lasts instead of alternating with the bare
+    deaths between its reports."""
     if problem is None or restarts < CRASH_LOOP_RESTARTS or not problem.bare:
         return problem
     lead = "workers keep dying" if live_workers == 0 else "a worker keeps dying"
+    if cause is not None and not cause.bare and problem.time_secs - cause.time_secs <= CRASH_LOOP_WINDOW_SECS:
+        return Problem(problem.time_secs, f"{lead} ({restarts} restarts in 5m): {cause.text}", cause.component,
+                       cause.host, cause.port)
     return Problem(problem.time_secs, f"{lead} ({restarts} restarts in 5m), {problem.text}", problem.component,
                    problem.host, problem.port, bare=True)
 

@@ -71,3 +71,20 @@ def test_a_topology_whose_checkpoints_stopped_says_why_in_its_row():
     (row,) = cluster_summary([TopologyFacts("wc-1", BASE, a)], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0",
                              SETTINGS).to_wire()["topologies"]
     assert "checkpoint_stall" not in row
+
+
+def test_a_crash_loops_cause_stays_the_headline_between_its_reports():
+    # The cause (the worker's refusal) was reported 20 s ago; the newest death since left no
+    # error line. Before: the headline alternated with "exit code 1: exited" as deaths came.
+    refusal = ErrorInfo("worker 127.0.0.1:6700 refused to start: the topology differs from its package manifest",
+                        NOW - 20, "127.0.0.1", 6700)
+    t = TopologyFacts("wc-1", BASE, assigned(("sup-1", 6700), ("sup-1", 6700)), {WORKER_ERRORS: refusal})
+    sups = {"sup-1": supervisor(deaths=[WorkerDeath("wc-1", 6700, NOW - 1, "exited", exit_code=1)],
+                                recent=[("wc-1", 4)])}
+    h = topology_health(t, sups, NOW, SETTINGS)
+    assert h.last_error.error.startswith("workers keep dying (4 restarts in 5m): worker 127.0.0.1:6700 refused to "
+                                         "start: the topology differs from its package manifest"), h.last_error
+    # a cause older than the loop's window is not it
+    old = ErrorInfo(refusal.error, NOW - 400, "127.0.0.1", 6700)
+    h = topology_health(TopologyFacts("wc-1", BASE, t.assignment, {WORKER_ERRORS: old}), sups, NOW, SETTINGS)
+    assert "differs from its package manifest" not in h.last_error.error and "exit code 1" in h.last_error.error
