@@ -71,3 +71,14 @@ def test_a_death_says_how_the_process_ended_and_a_crash_loop_says_so():
     assert health.crash_loop_problem(None, 9, 0) is None
     traced = health.newest_problem({}, [(120, "ValueError: x", "worker w exited", 6701, "h2", 1, None)])
     assert health.crash_loop_problem(traced, 5, 0) is traced  # its error says what is wrong
+
+
+def test_a_worker_killed_for_its_memory_says_so_before_what_it_logged():
+    # Before: the worker log's last error line was the headline and the limit only in supervisor.log.
+    reason = ("worker w1 on port 6700 used 2600 MB of memory, over supervisor.worker.memory.limit.mb (2048 MB): "
+              "killed")
+    text = health.death_text("ValueError: unrelated", reason, None, "SIGKILL")
+    assert text.startswith(reason) and "its log's last error: ValueError: unrelated" in text
+    assert health.death_text("", reason, None, "SIGKILL") == reason
+    (p,) = [health.newest_problem({}, [(100, "", reason, 6700, "h1", None, "SIGKILL")])]
+    assert not p.bare and p.text == reason
