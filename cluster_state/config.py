@@ -38,6 +38,11 @@ _OWNED_PREFIXES = ("storm.", "topology.", "nimbus.", "supervisor.", "worker.", "
 
 _warned: set[str] = set()
 
+# Storm's JVM memory settings: a storm-py worker is a Python process, so they cannot apply; the
+# warning names the keys that limit a worker's memory here (daemons/supervisor/slot.py).
+_STORM_MEMORY_KEYS = ("worker.childopts", "topology.worker.childopts", "worker.heap.memory.mb",
+                      "topology.worker.max.heap.size.mb")
+
 
 def _log_warning(text: str) -> None:
     log.warning("%s", text)
@@ -139,6 +144,11 @@ def validate_config(conf: Mapping[str, Any], source: str = "config") -> None:
             raise ConfigError(f"{source}: config key {key!r} is not a string")
         if key in SCHEMA:
             check_value(key, value, source)
+        elif key in _STORM_MEMORY_KEYS and key not in _warned:
+            _warned.add(key)
+            _warn(f"{source}: {key!r} is Storm's setting for a worker's JVM, which storm-py's Python workers "
+                  f"do not have: a worker's memory limit is topology.worker.memory.limit.mb (this topology's) "
+                  f"or supervisor.worker.memory.limit.mb (the supervisor's, default 2048)")
         elif key not in _INTERNAL_KEYS and key.startswith(_OWNED_PREFIXES) and key not in _warned:
             _warned.add(key)
             _warn(f"{source}: unknown config key {key!r} (kept, but storm-py does not read it; a typo?)")

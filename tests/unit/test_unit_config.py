@@ -273,6 +273,23 @@ def test_a_warning_printer_gets_one_line_naming_the_key_and_its_source():
     assert printed == [f"storm.yaml: unknown config key {key!r} (kept, but storm-py does not read it; a typo?)"]
 
 
+def test_storms_jvm_memory_keys_name_the_keys_that_limit_a_workers_memory():
+    # issue 47, item 5: before, only "unknown config key" (a typo?) for a Storm user's -Xmx
+    printed: list[str] = []
+    config_mod.set_warning_printer(printed.append)
+    saved = set(config_mod._warned)
+    config_mod._warned.difference_update(config_mod._STORM_MEMORY_KEYS)
+    try:
+        validate_config({"worker.childopts": "-Xmx512m", "topology.worker.max.heap.size.mb": 768}, "-c")
+    finally:
+        config_mod.set_warning_printer(None)
+        config_mod._warned.clear()
+        config_mod._warned.update(saved | set(config_mod._STORM_MEMORY_KEYS))
+    assert len(printed) == 2 and all("topology.worker.memory.limit.mb" in p and "supervisor.worker.memory.limit.mb"
+                                     in p and "a typo?" not in p for p in printed), printed
+    assert printed[0].startswith("-c: 'worker.childopts' is Storm's setting for a worker's JVM")
+
+
 # ---------------------------------------------------------------- -c overrides
 
 
