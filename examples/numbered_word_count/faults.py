@@ -82,12 +82,21 @@ class NumberedRun:
         return self.work_dir / "offsets"
 
     def _cli(self, *args: str, timeout: float = 120) -> str:
+        """`storm-py ARGS`; a Nimbus that answers it has lost ZooKeeper for now (an outage this
+        harness causes, or its session still suspended after one: "nothing was done; try again")
+        is asked again, within `timeout`."""
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-        out = subprocess.run([sys.executable, "-m", "daemons.cli", *args, "--conf-dir", str(self.cluster.conf_dir)],
-                             cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-        if out.returncode != 0:
-            raise RuntimeError(f"storm-py {' '.join(args)} exited {out.returncode}: {out.stderr.strip() or out.stdout}")
-        return out.stdout
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(1.0, deadline - time.monotonic())
+            out = subprocess.run([sys.executable, "-m", "daemons.cli", *args, "--conf-dir", str(self.cluster.conf_dir)],
+                                 cwd=ROOT, capture_output=True, text=True, timeout=left, env=env)
+            if out.returncode == 0:
+                return out.stdout
+            if "try again once ZooKeeper is back" not in out.stderr or time.monotonic() + 1.0 >= deadline:
+                raise RuntimeError(f"storm-py {' '.join(args)} exited {out.returncode}: "
+                                   f"{out.stderr.strip() or out.stdout}")
+            time.sleep(1.0)
 
     def submit(self) -> str:
         conf = {"numbered.messages": self.messages, "numbered.offset.dir": str(self.offset_dir),
