@@ -9,15 +9,14 @@ from executor.components import Bolt, Spout
 from executor.windowing.bolt import BaseWindowedBolt
 
 
-class BaseStatefulBolt(Bolt):
-    """A bolt with state that survives failures (Storm's BaseStatefulBolt): `init_state(state)`
-    is called with its last committed `KeyValueState` before any `execute`. Its acks are held
-    until the checkpoint that includes their updates commits; its emits must be anchored."""
+class StatefulComponent:
+    """What a stateful bolt and a stateful spout share (Storm's IStatefulComponent): the state,
+    and the hooks called before it acts on a transaction step. A spout's `pre_prepare` is where
+    a position that is costly to keep per tuple goes into its state, once per checkpoint."""
 
     def init_state(self, state) -> None:
         raise NotImplementedError(f"{type(self).__name__}.init_state")
 
-    # Storm's hooks, called before the state acts on a transaction step
     def pre_prepare(self, txid: int) -> None:
         pass
 
@@ -28,7 +27,13 @@ class BaseStatefulBolt(Bolt):
         pass
 
 
-class BaseStatefulSpout(Spout):
+class BaseStatefulBolt(StatefulComponent, Bolt):
+    """A bolt with state that survives failures (Storm's BaseStatefulBolt): `init_state(state)`
+    is called with its last committed `KeyValueState` before any `execute`. Its acks are held
+    until the checkpoint that includes their updates commits; its emits must be anchored."""
+
+
+class BaseStatefulSpout(StatefulComponent, Spout):
     """A spout whose read position is its state, for `topology.state.exactly.once: true`:
     `init_state(state)` is called with its last committed `KeyValueState` before the first
     `next_tuple`, and again after every rollback, when it must continue from what the state
@@ -37,20 +42,6 @@ class BaseStatefulSpout(Spout):
     checkpoint after the tuple commits (what a source may then forget); `fail` is not called in
     this mode: a failure rolls the whole topology back instead. The hooks `pre_prepare(txid)`,
     `pre_commit(txid)` and `pre_rollback()` are called before its state acts, as a bolt's."""
-
-    def init_state(self, state) -> None:
-        raise NotImplementedError(f"{type(self).__name__}.init_state")
-
-    # Storm's IStatefulComponent hooks, as for a bolt: pre_prepare is where a spout whose
-    # position is costly to keep per tuple puts it into its state, once per checkpoint.
-    def pre_prepare(self, txid: int) -> None:
-        pass
-
-    def pre_commit(self, txid: int) -> None:
-        pass
-
-    def pre_rollback(self) -> None:
-        pass
 
 
 class BaseStatefulWindowedBolt(BaseWindowedBolt, BaseStatefulBolt):
