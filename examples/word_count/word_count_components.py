@@ -53,10 +53,10 @@ SEED_KEY = "wordcount.seed"        # the random sentences' seed (default: a new 
 RATE_KEY = "wordcount.rate"        # SentenceSpout: at most this many sentences a second (default: no bound)
 
 
-class RandomSentenceSpout(Spout):
-    """Emits random sentences with message ids and replays the ones that fail. The topology
-    config can bound a run (`-c wordcount.sentences=N`) and make it repeatable
-    (`-c wordcount.seed=S`); the constructor's arguments win over them."""
+class _Sentences:
+    """What both sentence spouts share: their sentences, the field `sentence`, and a run bounded
+    (`-c wordcount.sentences=N`) and made repeatable (`-c wordcount.seed=S`) by the topology
+    config, the constructor's arguments winning over it."""
 
     def __init__(self, sentences=None, limit=None, seed=None):
         self.sentences = list(sentences or SENTENCES)
@@ -72,6 +72,15 @@ class RandomSentenceSpout(Spout):
             self.limit = _non_negative_int(conf, LIMIT_KEY)
         if self.seed is None and conf.get(SEED_KEY) is not None:
             self.seed = _non_negative_int(conf, SEED_KEY)
+
+
+class RandomSentenceSpout(_Sentences, Spout):
+    """Emits random sentences with message ids and replays the ones that fail. The topology
+    config can bound a run (`-c wordcount.sentences=N`) and make it repeatable
+    (`-c wordcount.seed=S`); the constructor's arguments win over them."""
+
+    def open(self, conf, context, collector):
+        super().open(conf, context, collector)
         self.rng = random.Random(self.seed)
         self.ids = itertools.count()
         self.in_flight = {}
@@ -99,7 +108,7 @@ class RandomSentenceSpout(Spout):
             self.replay.append(msg_id)
 
 
-class SentenceSpout(BaseStatefulSpout):
+class SentenceSpout(_Sentences, BaseStatefulSpout):
     """Random sentences, exactly once: how many it sent and its random generator's state are its
     checkpointed state (put at each checkpoint's pre_prepare, not per sentence), so after a
     rollback it sends the very sentences that followed the last commit again, and a topology
@@ -110,20 +119,11 @@ class SentenceSpout(BaseStatefulSpout):
     have a fault land in the middle of one)."""
 
     def __init__(self, sentences=None, limit=None, seed=None, rate=None):
-        self.sentences = list(sentences or SENTENCES)
-        self.limit = limit
-        self.seed = seed
+        super().__init__(sentences, limit, seed)
         self.rate = rate
 
-    def declare_output_fields(self, declarer):
-        declarer.declare(["sentence"])
-
     def open(self, conf, context, collector):
-        self.collector = collector
-        if self.limit is None and conf.get(LIMIT_KEY) is not None:
-            self.limit = _non_negative_int(conf, LIMIT_KEY)
-        if self.seed is None and conf.get(SEED_KEY) is not None:
-            self.seed = _non_negative_int(conf, SEED_KEY)
+        super().open(conf, context, collector)
         if self.rate is None and conf.get(RATE_KEY) is not None:
             self.rate = _non_negative_int(conf, RATE_KEY)
         if self.rate is not None and self.rate <= 0:
