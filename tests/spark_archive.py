@@ -38,10 +38,10 @@ def archive_path() -> Path | None:
     """Where this machine's archive is (or will be): named by the java binary, its version and
     the Spark jars (names and sizes), so a changed Java or Spark never maps a stale one. None
     when there is no java."""
-    java = shutil.which("java", path=os.environ.get("PATH"))
-    if os.environ.get("JAVA_HOME"):
-        java = os.path.join(os.environ["JAVA_HOME"], "bin", "java")
-    if not java or not os.path.exists(java):
+    from executor.sinks._session import java_command  # the java PySpark launches
+
+    java, _how = java_command(os.environ, lambda name: shutil.which(name, path=os.environ.get("PATH")))
+    if java is None:
         return None
     try:
         version = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr

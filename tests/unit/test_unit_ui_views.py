@@ -250,6 +250,10 @@ def test_back_pressure_names_the_saturated_bolt():
 
 def with_checkpoints(extra: dict, conf: dict | None = None) -> TopologyDetails:
     """`details_wire` with a checkpoint spout reporting `extra` (its gauges)."""
+    return TopologyDetails.from_wire(checkpoints_wire(extra, conf))
+
+
+def checkpoints_wire(extra: dict, conf: dict | None = None) -> dict:
     d = details_wire(conf=conf)
     d["components"].append({"id": "$checkpointspout", "kind": "spout", "tasks": 1, "inputs": []})
     d["executors"].append({"executor": [6, 6], "component": "$checkpointspout", "node": "sup-1", "host": "h1",
@@ -257,7 +261,7 @@ def with_checkpoints(extra: dict, conf: dict | None = None) -> TopologyDetails:
                            "stats": to_wire(ExecutorStats("$checkpointspout", "spout", 60, _windows({}),
                                                           extra=extra))})
     d["errors"]["$checkpointspout"] = []
-    return TopologyDetails.from_wire(d)
+    return d
 
 
 def test_checkpoints_that_stopped_committing_are_named_with_why():
@@ -279,13 +283,7 @@ def test_checkpoints_that_stopped_committing_are_named_with_why():
 
 def test_the_checkpoints_table_has_the_bolts_longest_alignment():
     fresh = {"last_committed_txid": 40, "last_committed_at": 1060.0, "commits": 40, "rollbacks": 0, "recovering": 0}
-    d = details_wire()
-    d["components"].append({"id": "$checkpointspout", "kind": "spout", "tasks": 1, "inputs": []})
-    d["executors"].append({"executor": [6, 6], "component": "$checkpointspout", "node": "sup-1", "host": "h1",
-                           "port": 6700, "start_time_secs": 1000, "alive": True, "uptime_secs": 60,
-                           "stats": to_wire(ExecutorStats("$checkpointspout", "spout", 60, _windows({}),
-                                                          extra=fresh))})
-    d["errors"]["$checkpointspout"] = []
+    d = checkpoints_wire(fresh)
     before = views.checkpoints(TopologyDetails.from_wire(d), 1065.0)
     assert before["alignmentMs"] is None and before["alignmentMaxMs"] is None  # no bolt aligned yet
     bolts = [e for e in d["executors"] if e["component"] != "$checkpointspout"
