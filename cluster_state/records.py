@@ -159,6 +159,19 @@ class Assignment:
         })
 
 
+# A worker's death reason when its supervisor killed it for its memory (written by
+# daemons/supervisor/slot.py, recognised by daemons/nimbus/health.py: the cause to show first).
+_MEMORY_KILL = "MB of memory, over"
+
+
+def memory_kill_reason(worker_id: str, port: int, used_mb: float, key: str, limit_mb: float) -> str:
+    return f"worker {worker_id} on port {port} used {used_mb:.0f} {_MEMORY_KILL} {key} ({limit_mb:g} MB): killed"
+
+
+def is_memory_kill(reason: str) -> bool:
+    return _MEMORY_KILL in reason
+
+
 @dataclass(frozen=True)
 class WorkerDeath:
     """Why a supervisor's worker died (nested in SupervisorInfo.worker_deaths): the slot's report

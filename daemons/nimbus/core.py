@@ -418,18 +418,19 @@ class NimbusCore:
                 facts.append(TopologyFacts(storm_id, base, assignment,
                                            self._last_errors(storm_id, components.get(storm_id, ())),
                                            seen.get(storm_id, {}), confs.get(storm_id),
-                                           self._checkpoint_figures(storm_id, assignment)))
+                                           self._checkpoint_figures(storm_id, base, assignment)
+                                           if storm_id in confs else None))
         return cluster_summary(facts, sups, now, self.started_at, storm_py_version(), self._health_settings())
 
-    def _checkpoint_figures(self, storm_id: str, assignment: Assignment | None) -> Mapping[str, Any] | None:
-        """The checkpoint spout's last reported figures (a topology with state), or None: one
-        worker heartbeat read, for `storm-py list`'s stalled-checkpoints line."""
+    def _checkpoint_figures(self, storm_id: str, base: StormBase, assignment: Assignment | None
+                            ) -> Mapping[str, Any] | None:
+        """The checkpoint spout's last reported figures (a topology with state, its `base` as
+        just read), or None: one worker heartbeat read, for `storm-py list`'s stalled-checkpoints
+        line."""
         if assignment is None:
             return None
         with self.lock:
-            meta = self._meta.get(storm_id)
-            base = self._base_or_none(storm_id) if meta is not None else None
-            if meta is None or base is None or CHECKPOINT_COMPONENT not in meta.structure.components:
+            if storm_id not in self._meta:
                 return None
             mine = set(map(tuple, self.layout(storm_id, base).executors.get(CHECKPOINT_COMPONENT, ())))
         enp = {e: slot for e, slot in assignment.executor_node_port.items() if tuple(e) in mine}

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from cluster_state.records import is_memory_kill
 from daemons.answers.cluster import TopologyProblem
 from daemons.nimbus.liveness import Seen, is_fresh
 
@@ -54,15 +55,10 @@ def explain(error_line: str) -> str:
 CRASH_LOOP_RESTARTS = 3
 
 
-def killed_for_memory(reason: str) -> bool:
-    """Whether a death's reason is the supervisor's memory limit (daemons/supervisor/slot.py)."""
-    return "MB of memory, over" in reason and "memory.limit.mb" in reason
-
-
 def death_text(error_line: str, reason: str, exit_code: int | None = None, signal: str | None = None) -> str:
     """What a worker's death says: its error line (explained), else how the process ended (a
     worker that died without a traceback leaves only that) and the slot's reason."""
-    if killed_for_memory(reason):  # the supervisor's decision is the cause, whatever it logged last
+    if is_memory_kill(reason):  # the supervisor's decision is the cause, whatever it logged last
         return reason + (f" (its log's last error: {explain(error_line)})" if error_line else "")
     if error_line:
         return explain(error_line)
@@ -85,7 +81,7 @@ def newest_problem(component_errors: Mapping[str, Iterable[tuple[int, str, str |
             found.append(Problem(time_secs, explain(first), comp, host, port))
     for time_secs, error_line, reason, port, host, exit_code, signal in deaths:
         found.append(Problem(time_secs, death_text(error_line, reason, exit_code, signal), None, host, port,
-                             bare=not error_line and not killed_for_memory(reason)))
+                             bare=not error_line and not is_memory_kill(reason)))
     if not found:
         return None
     return max(found, key=lambda p: (p.time_secs, p.component or ""))

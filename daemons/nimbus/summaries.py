@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from cluster_state.records import Assignment, ErrorInfo, StormBase, SupervisorInfo
+from cluster_state.records import Assignment, ErrorInfo, StormBase, SupervisorInfo, is_memory_kill
 from daemons.answers.cluster import ClusterInfo, SupervisorRow, TopologyProblem, TopologyRow
 from daemons.answers.details import (
     ComponentEntry,
@@ -78,7 +78,7 @@ def topology_health(t: TopologyFacts, sups: Mapping[str, SupervisorInfo], now: f
     # a supervisor that cannot fetch the code starts no worker: its failure is the problem
     deaths += [(at, "", why, None, info.hostname, None, None)
                for info in sups.values() for sid, at, why in info.code_failures if sid == t.storm_id]
-    cause = health.newest_problem(errors, [d for d in deaths if d[1] or health.killed_for_memory(d[2])])
+    cause = health.newest_problem(errors, [d for d in deaths if d[1] or is_memory_kill(d[2])])
     problem = health.crash_loop_problem(health.newest_problem(errors, deaths), restarts, live, cause)
     unassigned = sum(t.base.component_executors.values()) - len(enp) if t.base.component_executors else 0
     problem = health.no_slots_problem(unassigned, len(sups), settings.zk_root, int(now)) or problem

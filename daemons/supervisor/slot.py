@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Iterable, Mapping
 
-from cluster_state.records import LocalAssignment, WorkerHeartbeat
+from cluster_state.records import LocalAssignment, WorkerHeartbeat, memory_kill_reason
 from daemons.backoff import backoff_delay
 
 from .worker_state import WorkerRecord, WorkerStatus, classify_worker
@@ -323,8 +323,7 @@ def _over_memory(state: SlotState, inputs: SlotInputs, conf: SlotConfig) -> str 
     used = inputs.memory_bytes / (1024 * 1024)
     if used <= limit:
         return None
-    return (f"worker {state.worker_id} on port {state.port} used {used:.0f} MB of memory, over "
-            f"{key} ({limit:g} MB): killed")
+    return memory_kill_reason(state.worker_id, state.port, used, key, limit)
 
 
 def _waiting_for_start(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig) -> Step:
