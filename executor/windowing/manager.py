@@ -174,11 +174,18 @@ class WindowManager:
         trigger after a worker's downtime would expire them without handing them out in any
         window; moved together, each item is in the windows it would have been in (all stamped
         `now`, the items of the window last handed out came round again in the next one: a
-        tumbling window counted twice after an exactly-once rollback)."""
+        tumbling window counted twice after an exactly-once rollback). And no later than the end
+        of the window last handed out: moved past now, what arrives before it would lie in a
+        window already handed out, and leave at the next one unseen (a word count's task lost
+        what arrived in the first few hundred milliseconds after a rollback)."""
         if not self._events:
             self._next_end = 0.0  # nothing to place: the next tick starts a grid
             return
-        delta = now - self._events[-1][0]
+        newest = self._events[-1][0]
+        sliding = self.spec.sliding_ms
+        if self._next_end and sliding:
+            newest = max(newest, self._next_end - sliding)  # the end of the window last handed out
+        delta = now - newest
         self._events = [(ts + delta, seq, item) for ts, seq, item in self._events]
         if self._next_end:
             self._next_end += delta
