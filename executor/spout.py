@@ -95,6 +95,12 @@ class SpoutExecutor(ExecutorBase):
                 self._ack_msg(task, msg_id, None, out.stream)
         return targets
 
+    def in_flight(self) -> int:
+        """Storm's pending tuples: trees not yet acked, and an exactly-once spout's tuples not yet
+        in a committed checkpoint (what topology.max.spout.pending bounds)."""
+        barriers = self._barriers
+        return self.pending.size() + (barriers.uncommitted if barriers else 0)
+
     # ---- ack/fail ----
     def _ack_msg(self, task, msg_id, started, stream):
         self.acked += 1
@@ -208,10 +214,11 @@ class SpoutExecutor(ExecutorBase):
         if not pe or self.outbox.try_flush_pending():
             max_pending = self.max_pending
             pending = self.pending
+            barriers = self._barriers
             objs = self._objs
             self._where = "next_tuple"
             for _ in range(self.burst):
-                if max_pending and pending.size() >= max_pending:
+                if max_pending and (pending.size() + barriers.uncommitted if barriers else pending.size()) >= max_pending:
                     if no_emits:
                         self._skipping(SKIP_MAX_PENDING)
                     break
@@ -278,7 +285,7 @@ class SpoutExecutor(ExecutorBase):
 
     def gauges(self) -> dict:
         g = super().gauges()
-        g["pending"] = self.pending.size()
+        g["pending"] = self.in_flight()
         g["active"] = self._last_active
         extra: dict = {}
         for adapter in self._adapters.values():  # the checkpoint spout's commits (one task: no sums)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from executor.checkpoint.barrier_mode import barrier_only
 from executor.checkpoint.wiring import check_checkpointing
 from executor.errors import InvalidTopologyError
 from executor.structure import TopologyStructure
@@ -32,7 +33,10 @@ def check_windowed(structure: TopologyStructure, cid: str, conf: Mapping[str, An
     """Storm's WindowedBoltExecutor.validate, and a timestamp field every input carries."""
     spec = window_spec(cid, conf)
     if spec.max_events_in_memory is None:
-        check_against_topology(cid, spec, conf)
+        # In exactly-once mode a window's tuples are neither timed out nor pending while it holds
+        # them: they are in the bolt's checkpointed state (docs/topology-guide.md, "Windows with state").
+        if not barrier_only(conf):
+            check_against_topology(cid, spec, conf)
     elif not structure.components[cid].conf.get("topology.bolts.stateful"):
         raise InvalidTopologyError(
             f"windowed bolt {cid!r}: {MAX_EVENTS_KEY} (with_max_events_in_memory, with_persistence) is for a "

@@ -26,6 +26,7 @@ from daemons.answers.details import (
 from daemons.reports import formats as fmt
 from daemons.reports.layout import layout as layered_layout
 from executor import stats as st
+from executor.checkpoint.barrier_mode import barrier_only
 from executor.checkpoint.protocol import ALIGNMENT, ALIGNMENT_MAX, CHECKPOINT_COMPONENT
 from executor.checkpoint.stall import checkpoint_stall as stall_line
 from executor.layout import ACKER_COMPONENT
@@ -549,12 +550,12 @@ def diagnose(topo: _Topo) -> list[str]:
             continue
         pending = sum(r.pending for r in recs)
         if max_pending and pending >= int(max_pending) * len(recs):
-            out.append(f"spout {comp.id} is at max pending: {pending} tuple trees wait for acks "
+            out.append(f"spout {comp.id} is at max pending: {pending} {_pending_words(d.conf)[0]} "
                        f"(topology.max.spout.pending = {max_pending} per executor)")
         if any(r.backpressure for r in recs):
             culprit = ", ".join(congested) if congested else "a downstream bolt"
             out.append(f"spout {comp.id} is held by back-pressure from {culprit}")
-        out += _mostly_waiting(comp.id, recs)
+        out += _mostly_waiting(comp.id, recs, _pending_words(d.conf)[1])
     for comp in congested:
         recs = topo.component_records(comp)
         held = culprits[comp]
@@ -564,18 +565,24 @@ def diagnose(topo: _Topo) -> list[str]:
     return out
 
 
-_WAITING = {st.SKIP_MAX_PENDING: "at max pending (its tuples wait for acks)",
-            st.SKIP_BACKPRESSURE: "held by back-pressure"}
+def _pending_words(conf) -> tuple[str, str]:
+    """What a spout's pending tuples wait for: a commit in exactly-once mode (its tuples are done
+    when the checkpoint after them commits), else acks. (A count's words, the waiting's words.)"""
+    if barrier_only(conf):
+        return "tuples wait for a checkpoint to commit", "its tuples wait for a checkpoint to commit"
+    return "tuple trees wait for acks", "its tuples wait for acks"
 
 
-def _mostly_waiting(spout: str, recs: list[ExecutorStats], window: str = "600", share: float = 0.5) -> list[str]:
+def _mostly_waiting(spout: str, recs: list[ExecutorStats], pending_words: str, window: str = "600",
+                    share: float = 0.5) -> list[str]:
     """A spout that spent most of the last window not calling next_tuple, and why."""
     secs = max((r.window(window)[0] for r in recs), default=0.0)
     if secs <= 0:
         return []
     skipped = st.by_key(st.add_counters(r.window(window)[1] for r in recs), st.SKIPPED_MS)
     out = []
-    for reason, words in _WAITING.items():
+    waiting = {st.SKIP_MAX_PENDING: f"at max pending ({pending_words})", st.SKIP_BACKPRESSURE: "held by back-pressure"}
+    for reason, words in waiting.items():
         fraction = skipped.get(reason, 0.0) / (secs * 1000.0 * len(recs))
         if fraction >= share:
             out.append(f"spout {spout} was {words} {fraction:.0%} of the last {window_pretty(window)}")

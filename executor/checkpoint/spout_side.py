@@ -123,12 +123,16 @@ class SpoutBarriers:
         self._wants = frozenset(t for t in ex.task_ids if ex.w.objs[t].wants_acks())
         self._since: dict[int, list | dict] = {t: self._empty(t) for t in ex.task_ids}
         self._prepared: dict[int, list] = {}
+        # Tuples emitted and not yet in a committed checkpoint: Storm's pending tuples (a stateful
+        # bolt acks its inputs at a commit), which topology.max.spout.pending bounds.
+        self.uncommitted = 0
 
     def _empty(self, task: int) -> list | dict:
         return [] if task in self._wants else {}
 
     def emitted(self, task: int, msg_id, stream: str) -> None:
         """A tuple with a message id left `task` (outside every tuple tree)."""
+        self.uncommitted += 1
         since = self._since.get(task)
         if type(since) is list:
             since.append((msg_id, stream))
@@ -158,8 +162,9 @@ class SpoutBarriers:
         elif action == ROLLBACK:
             # what was emitted since the last commit belongs to the rolled-back past
             if task in self._since:
+                self.uncommitted -= _size(self._since[task])
                 self._since[task] = self._empty(task)
-            self._prepared.pop(task, None)
+            self.uncommitted -= sum(_size(done) for _txid, done in self._prepared.pop(task, ()))
         self._ack(tup, self._pass_on(task, tup))
 
     def _ack_committed(self, task: int, txid: int) -> None:
@@ -169,6 +174,7 @@ class SpoutBarriers:
         ex = self.ex
         while prepared and prepared[0][0] <= txid:
             done = prepared.pop(0)[1]
+            self.uncommitted -= _size(done)
             if type(done) is list:
                 for msg_id, stream in done:
                     ex.ack_committed(task, msg_id, stream)
@@ -194,3 +200,8 @@ class SpoutBarriers:
         outbox = self.ex.outbox
         for root in tup.anchors_to_ids or ():
             outbox.to_acker(root, (ACKER_FAIL, root))
+
+
+def _size(emitted: list | dict) -> int:
+    """How many tuples a task's record of emits holds: (msg_id, stream) pairs or counts per stream."""
+    return len(emitted) if type(emitted) is list else sum(emitted.values())

@@ -143,7 +143,7 @@ class SpoutOutputCollector(_TaskCollector):
         self._ex.report_error(self._task, exc)
 
     def get_pending_count(self) -> int:
-        return self._ex.pending.size()
+        return self._ex.in_flight()
 
     def emit_to_tasks(self, tasks, values, stream: str, msg_id) -> list[int]:
         """One tuple tree to the given tasks, whatever subscribes to `stream`: the checkpoint

@@ -149,3 +149,27 @@ def test_a_checkpoint_hook_that_raises_is_named_and_the_step_retried(cluster):
     assert "stateful bolt sum:" in text and "its pre_rollback raised RuntimeError: pre_rollback refuses" in text, text
     # each task's start rollback failed three times, then went through
     assert all(k >= 4 for k in rollbacks_per_task(r).values()), rollbacks_per_task(r)
+
+
+
+def spout_figures(cluster, name: str) -> tuple[int, list[str]]:
+    """The spout `numbers`'s emitted count (all time) and the topology's diagnosis, as
+    `storm-py monitor` reads them."""
+    from daemons.answers.details import TopologyDetails
+    from daemons.reports.views import monitor_reading
+
+    return monitor_reading(TopologyDetails.from_wire(cluster.topology_details(name)), ["numbers"], "default",
+                           "emitted")
+
+
+def test_exactly_once_max_spout_pending_bounds_the_tuples_not_yet_committed(cluster):
+    # Storm's meaning: a tuple is pending until it is done, and here it is done when the checkpoint
+    # after it commits. No checkpoint is due for an hour after the start's: the spout stops at the limit.
+    limit = 40
+    run = cluster.submit("exactly_once_sum.py", "eopend", {"numbers.n": 500, "topology.max.spout.pending": limit,
+                                                            "topology.state.checkpoint.interval.ms": 3_600_000})
+    line = f"spout numbers is at max pending: {limit} tuples wait for a checkpoint to commit"
+    emitted, said = run.wait(lambda: line in " ".join((f := spout_figures(cluster, "eopend"))[1]) and f,
+                             lambda: f"the diagnosis to say {line!r}: {spout_figures(cluster, 'eopend')}")
+    committed = committed_totals(run.results)[1]
+    assert emitted == committed + limit, (emitted, committed, said)

@@ -300,3 +300,51 @@ def test_a_hook_that_raises_is_one_error_naming_the_component_and_the_hook():
         call_hook("stateful bolt sum:7", "pre_commit", lambda txid: 1 / 0, 12)
     except CheckpointHookError as exc:
         assert "its pre_commit of txid 12 raised ZeroDivisionError" in str(exc)
+
+
+class _Step:
+    """A checkpoint tuple as a stateful spout task receives it: (txid, action), one anchor."""
+
+    def __init__(self, txid: int, action: str):
+        self.values = [txid, action]
+        self.anchors_to_ids = {7: 1}
+
+
+def _spout_barriers(wants_acks: bool):
+    """SpoutBarriers over an executor of two tasks whose spouts take every step."""
+    from executor.checkpoint.spout_side import SpoutBarriers
+
+    acked, counted = [], []
+    spout = SimpleNamespace(wants_acks=lambda: wants_acks, handle_checkpoint=lambda action, txid: True)
+    route = SimpleNamespace(targets=lambda values: [9])
+    ex = SimpleNamespace(
+        task_ids=[1, 2], component_id="numbers", w=SimpleNamespace(objs={1: spout, 2: spout},
+                                                                   routes={1: {CHECKPOINT_STREAM: route},
+                                                                           2: {CHECKPOINT_STREAM: route}}),
+        outbox=SimpleNamespace(emit_rooted=lambda *a: 0, ack_value=lambda root, value: None),
+        ack_committed=lambda task, msg_id, stream: acked.append(msg_id),
+        count_committed=lambda stream, n: counted.append(n))
+    return SpoutBarriers(ex), acked, counted
+
+
+@pytest.mark.parametrize("wants_acks", [True, False])
+def test_a_spouts_tuples_are_pending_until_the_checkpoint_after_them_commits(wants_acks):
+    # what topology.max.spout.pending bounds in exactly-once mode (executor/spout.py)
+    b, acked, counted = _spout_barriers(wants_acks)
+    for n in range(3):
+        b.emitted(1, n, "default")
+    b.emitted(2, 3, "default")
+    b.on_barrier(1, _Step(1, PREPARE))
+    b.on_barrier(2, _Step(1, PREPARE))
+    b.emitted(1, 4, "default")  # after the barrier: the next checkpoint's
+    assert b.uncommitted == 5
+    b.on_barrier(1, _Step(1, COMMIT))
+    assert b.uncommitted == 2
+    b.on_barrier(2, _Step(1, COMMIT))
+    assert b.uncommitted == 1
+    assert (acked, sum(counted)) == (([0, 1, 2, 3], 0) if wants_acks else ([], 4))
+    # a rollback drops what was emitted since the last commit, prepared or not: sent again later
+    b.on_barrier(1, _Step(2, PREPARE))
+    b.emitted(1, 5, "default")
+    b.on_barrier(1, _Step(2, ROLLBACK))
+    assert b.uncommitted == 0

@@ -110,3 +110,24 @@ def test_submit_refuses_a_persistent_window_on_a_plain_windowed_bolt_and_a_check
     check_topology(_topology(persistent), {**conf, "topology.max.spout.pending": 1000})
     with pytest.raises(InvalidTopologyError, match="'window'.*checkpoint.interval.ms"):
         check_topology(_topology(persistent), {**conf, "topology.state.checkpoint.interval.ms": 30_000})
+
+
+def test_in_exactly_once_mode_a_window_is_state_so_no_timeout_or_max_pending_bounds_it():
+    from executor.api import BaseWindowedBolt, Count, Duration
+    from executor.errors import InvalidTopologyError
+    from executor.submit_rules import check_windowed
+    from executor.worker_plan import component_conf
+
+    class Plain(BaseWindowedBolt):
+        def execute(self, window):
+            pass
+
+    conf = {"topology.message.timeout.secs": 30, "topology.max.spout.pending": 1000}
+    long_window = _topology(Plain().with_window(Duration(60_000)))
+    big_window = _topology(Plain().with_window(Count(5000)))
+    for structure, key in ((long_window, "message.timeout"), (big_window, "max.spout.pending")):
+        with pytest.raises(InvalidTopologyError, match=key):
+            check_windowed(structure, "window", component_conf(conf, structure, "window"))
+        # its tuples are neither timed out nor pending while it holds them: they are checkpointed
+        eo = {**conf, "topology.state.exactly.once": True}
+        check_windowed(structure, "window", component_conf(eo, structure, "window"))
