@@ -247,8 +247,9 @@ class WorkerProcess(Service):
         self._next_log_timeout = KEEPER.sync(self.storm_id, self._log_config, time.time())
 
     def _carry_stats(self, executors) -> None:
-        """All-time totals of these executors from the newest earlier heartbeat holding them (a
-        restart or a move keeps a component's totals; the last heartbeat interval is lost)."""
+        """What these executors last reported in an earlier worker, from the newest heartbeat
+        holding them (a restart or a move keeps a component's figures; what a SIGKILLed worker
+        counted after its last heartbeat, at most task.heartbeat.frequency.secs, is lost)."""
         try:
             beats = self.cluster.worker_heartbeats(self.storm_id)
         except ClusterStateError as exc:
@@ -256,8 +257,8 @@ class WorkerProcess(Service):
             return
         carried = carried_from_heartbeats(((b.time_secs, b.executor_stats) for b in beats), executors)
         if carried:
-            self.worker.stats_keeper.carry(carried)
-            log.info("worker %s: all-time stats carried over for executors %s", self.port, sorted(carried))
+            self.worker.stats_keeper.carry(carried, time.time())
+            log.info("worker %s: stats carried over for executors %s", self.port, sorted(carried))
 
     def _local_heartbeat(self) -> None:
         started = time.monotonic()

@@ -10,7 +10,7 @@ import pytest
 
 from cluster_state.records import WorkerHeartbeat
 from executor.stats import component_figures, component_totals, input_streams, output_streams
-from executor.stats_keeper import StatsKeeper, carried_from_heartbeats
+from executor.stats_keeper import StatsKeeper, carried_from_heartbeats, with_carried
 from executor.stats_record import ExecutorStats, StatsDecodeError, decode_records, from_wire, to_wire
 from executor.stats_windows import ALL_TIME
 
@@ -110,27 +110,46 @@ def test_windows_count_what_was_added_in_them_and_all_time_everything():
     assert rec.queue_population == 3 and rec.queue_capacity == 100
 
 
-def test_a_restarted_worker_carries_all_time_totals_from_the_newest_earlier_heartbeat():
+def test_a_restarted_worker_carries_what_the_newest_earlier_heartbeat_reported():
     clock = Clock()
     old = StatsKeeper(clock)
     src = Source((1, 2))
     src.c = {"emitted|default": 500, "acked|default": 400}
     early = {(1, 2): to_wire(old.records([src])[(1, 2)])}
+    clock.t += 100
     src.c = {"emitted|default": 900, "acked|default": 800}
     late = {(1, 2): to_wire(old.records([src])[(1, 2)])}
     other = {(3, 3): to_wire(old.records([Source((3, 3))])[(3, 3)])}
-    carried = carried_from_heartbeats([(20, late), (10, early), (30, other)], [(1, 2)])
-    assert carried == {(1, 2): {"emitted|default": 900, "acked|default": 800}}
+    carried = carried_from_heartbeats([(1100, late), (1000, early), (1200, other)], [(1, 2)])
+    assert set(carried) == {(1, 2)} and carried[(1, 2)].time_secs == 1100
+    assert carried[(1, 2)].windows[ALL_TIME][1] == {"emitted|default": 900, "acked|default": 800}
 
-    new = StatsKeeper(clock, carried)  # the new worker counts from 0 again
+    clock.t += 20
+    new = StatsKeeper(clock)  # the new worker counts from 0 again
+    new.carry(carried, wall_now=1120)
     fresh = Source((1, 2))
     fresh.c = {"emitted|default": 10, "acked|default": 5}
     rec = new.records([fresh])[(1, 2)]
     assert rec.window(ALL_TIME)[1] == {"emitted|default": 910, "acked|default": 805}
-    assert rec.window("600")[1] == {"emitted|default": 10, "acked|default": 5}  # windows do not carry
-    # A second restart carries the carried totals on.
-    again = carried_from_heartbeats([(40, {(1, 2): to_wire(rec)})], [(1, 2)])
-    assert again[(1, 2)]["emitted|default"] == 910
+    # A topology younger than the window: the window holds all of it, over all its seconds.
+    secs, ten_min = rec.window("600")
+    assert ten_min == rec.window(ALL_TIME)[1] and secs == 120
+    # A second restart carries the carried figures on.
+    again = carried_from_heartbeats([(1120, {(1, 2): to_wire(rec)})], [(1, 2)])
+    assert again[(1, 2)].windows["600"][1]["emitted|default"] == 910
+
+
+def test_what_an_earlier_worker_counted_leaves_a_window_as_it_ages():
+    # It reported 600 tuples over its last 600 s, 100 s ago; its all time was 5000.
+    carried = {"600": (600.0, {"emitted|default": 600}), ALL_TIME: (3000.0, {"emitted|default": 5000})}
+    own = {"600": (100.0, {"emitted|default": 50}), ALL_TIME: (100.0, {"emitted|default": 50})}
+    out = with_carried(own, carried, age=100.0)
+    assert out[ALL_TIME][1] == {"emitted|default": 5050}
+    # 500 of its 600 seconds are still in the window: 500 of its tuples, the window 600 s long
+    assert out["600"] == (600.0, {"emitted|default": 550})
+    assert with_carried(own, carried, age=600.0)["600"] == own["600"]  # gone once a window old
+    # a reported window of no seconds (a worker killed at once) counts until a window passed
+    assert with_carried(own, {"600": (0.0, {"emitted|default": 3})}, age=10.0)["600"][1] == {"emitted|default": 53}
 
 
 def _rec(kind, counters, window_secs=600.0, **gauges):
