@@ -274,6 +274,7 @@ SCHEMA: dict[str, Rule] = {
     "supervisor.worker.start.timeout.secs": _positive(),
     "supervisor.worker.timeout.secs": _positive(),
     "supervisor.worker.memory.limit.mb": _positive(nullable=True),
+    "supervisor.worker.memory.check.secs": _positive(),
     "topology.worker.memory.limit.mb": _positive(nullable=True),
     "supervisor.worker.shutdown.sleep.secs": _non_negative(),
     "worker.heartbeat.frequency.secs": _positive(),

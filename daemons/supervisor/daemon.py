@@ -12,7 +12,10 @@ Threads, one per role:
   code (retrying with back-off), removes code no longer needed, and wakes sync-processes;
 - `supervisor-processes` (sync-processes): every supervisor.monitor.frequency.secs, or sooner
   when a slot's timer is due, steps every slot and executes its actions. Nothing here sleeps:
-  a kill in progress is a slot state, so one slot never delays another.
+  a kill in progress is a slot state, so one slot never delays another;
+- `supervisor-memory`: every supervisor.worker.memory.check.secs samples the running workers'
+  memory and wakes sync-processes when one is over its limit (which kills it), so that a
+  runaway allocation is stopped near the limit, not a monitor period later. It only reads.
 
 Stopping the supervisor (or killing it) leaves the workers running: they live in their own
 sessions. On start the slots are rebuilt from the worker records in LocalState and their
@@ -68,7 +71,9 @@ from daemons.supervisor.slot import (
     SlotPhase,
     SlotState,
     count_restart,
+    memory_limit,
     next_wakeup,
+    over_memory_limit,
     recover_slots,
     step,
     storm_ids_in_use,
@@ -84,6 +89,7 @@ log = logging.getLogger(__name__)
 
 # Phases in which a worker's process found gone is relaunched (after a check of its code).
 _RELAUNCHING = (SlotPhase.RUNNING, SlotPhase.WAITING_FOR_WORKER_START, SlotPhase.KILL_AND_RELAUNCH)
+_MEMORY_WATCHED = (SlotPhase.RUNNING, SlotPhase.WAITING_FOR_WORKER_START)  # a worker that runs
 SYNC_SUPERVISOR_SECS = 10.0  # supervisor.clj: synchronize-supervisor every 10 s besides the callbacks
 _MIN_WAKE_SECS = 0.05        # a due timer is served this soon at the earliest (no busy loop)
 
@@ -178,6 +184,8 @@ class Supervisor(Service):
                                            fatal=self.fatal)
         self.start_child(self._processes_thread)
         self.start_child(self._sync_thread)
+        self.start_child(PeriodicThread("supervisor-memory", float(conf["supervisor.worker.memory.check.secs"]),
+                                        self._check_memory, run_at_start=False))
         log.info("supervisor %s running on %s with slots %s (local dir %s; ZooKeeper %s, root %s)",
                  self.supervisor_id, self.hostname, list(self.ports), local_layout.local_dir(conf),
                  zk.connect_string, zk.root)
@@ -401,6 +409,17 @@ class Supervisor(Service):
         for action in actions:
             self._execute(action)
         return new_state
+
+    def _check_memory(self) -> None:
+        """supervisor-memory: wake sync-processes when a running worker is over its memory limit
+        (the slot's step decides and kills; the limits of topologies are as that thread read them)."""
+        for state in list(self._slots.values()):
+            if state.phase not in _MEMORY_WATCHED or state.worker_id is None or state.assignment is None:
+                continue
+            limit, _key = memory_limit(self.slot_conf, self._topology_limits.get(state.assignment.storm_id))
+            if over_memory_limit(self._memory(state.worker_id), limit):
+                self._processes_thread.wake()
+                return
 
     def _memory(self, worker_id: str) -> int | None:
         record = self._records.get(worker_id)

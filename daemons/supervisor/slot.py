@@ -29,6 +29,8 @@ assignment=None until EMPTY; stray_worker_dirs are removed without signalling an
 Rules (Storm's supervisor.clj and 2.x Slot.java):
 - the port's assignment changes or goes away: SIGTERM, wait `shutdown_sleep_secs`, SIGKILL,
   clean up, then prepare the new assignment (EMPTY when none);
+- a worker (with its children) over its memory limit is killed with SIGKILL at once, as the
+  kernel's OOM killer would (a grace period lets a runaway allocation grow on), and relaunched;
 - a worker that exits, stops heartbeating (timed-out), loses its heartbeat, heartbeats for
   something else (disallowed) or never heartbeats within the start timeout is a failure:
   reported once per event, killed the same way, and relaunched with a fresh worker id only
@@ -267,8 +269,9 @@ def _worker_gone(state: SlotState, inputs: SlotInputs, now: float, conf: SlotCon
 
 
 def _start_kill(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig, relaunch: bool,
-                report: str | None = None) -> Step:
-    """SIGTERM the worker (if it still runs) and wait for it in KILL / KILL_AND_RELAUNCH."""
+                report: str | None = None, at_once: bool = False) -> Step:
+    """SIGTERM the worker (if it still runs; SIGKILL `at_once`) and wait for it in KILL /
+    KILL_AND_RELAUNCH."""
     actions: tuple[Action, ...] = ()
     if report is not None:
         state = replace(state, failures=state.failures + 1)
@@ -280,9 +283,9 @@ def _start_kill(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConf
         # Fetch the next topology's code while the old worker shuts down (Storm does too).
         actions += (DownloadCode(inputs.assignment.storm_id),)
     phase = SlotPhase.KILL_AND_RELAUNCH if relaunch else SlotPhase.KILL
-    new = replace(state, phase=phase, kill_started_at=now, last_sigkill_at=None, stuck_reported=False,
-                  running_since=None)
-    return new, actions + (SendSigterm(state.worker_id),)
+    new = replace(state, phase=phase, kill_started_at=now, last_sigkill_at=now if at_once else None,
+                  stuck_reported=False, running_since=None)
+    return new, actions + ((SendSigkill if at_once else SendSigterm)(state.worker_id),)
 
 
 def _killing(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig) -> Step:
@@ -314,16 +317,23 @@ def _describe(state: SlotState, status: WorkerStatus, heartbeat: WorkerHeartbeat
     return f"{who} timed out: last heartbeat {now - heartbeat.time_secs:.0f}s ago"
 
 
+def memory_limit(conf: SlotConfig, topology_limit_mb: float | None) -> tuple[float | None, str]:
+    """A worker's memory limit in MB (None: none) and the key that sets it: its topology's own
+    topology.worker.memory.limit.mb wins over the supervisor's."""
+    if topology_limit_mb is not None:
+        return topology_limit_mb, "topology.worker.memory.limit.mb"
+    return conf.memory_limit_mb, "supervisor.worker.memory.limit.mb"
+
+
+def over_memory_limit(used_bytes: int | None, limit_mb: float | None) -> bool:
+    return limit_mb is not None and used_bytes is not None and used_bytes / (1024 * 1024) > limit_mb
+
+
 def _over_memory(state: SlotState, inputs: SlotInputs, conf: SlotConfig) -> str | None:
-    limit, key = conf.memory_limit_mb, "supervisor.worker.memory.limit.mb"
-    if inputs.topology_memory_limit_mb is not None:
-        limit, key = inputs.topology_memory_limit_mb, "topology.worker.memory.limit.mb"
-    if limit is None or inputs.memory_bytes is None or not inputs.process_alive:
+    limit, key = memory_limit(conf, inputs.topology_memory_limit_mb)
+    if not inputs.process_alive or not over_memory_limit(inputs.memory_bytes, limit):
         return None
-    used = inputs.memory_bytes / (1024 * 1024)
-    if used <= limit:
-        return None
-    return memory_kill_reason(state.worker_id, state.port, used, key, limit)
+    return memory_kill_reason(state.worker_id, state.port, inputs.memory_bytes / (1024 * 1024), key, limit)
 
 
 def _waiting_for_start(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig) -> Step:
@@ -333,7 +343,7 @@ def _waiting_for_start(state: SlotState, inputs: SlotInputs, now: float, conf: S
         message = f"worker {state.worker_id} on port {state.port} exited before its first heartbeat"
         return _start_kill(state, inputs, now, conf, relaunch=True, report=message)
     if (over := _over_memory(state, inputs, conf)) is not None:
-        return _start_kill(state, inputs, now, conf, relaunch=True, report=over)
+        return _start_kill(state, inputs, now, conf, relaunch=True, report=over, at_once=True)
     limit = conf.first_heartbeat_timeout_secs
     status = classify_worker(inputs.heartbeat, state.worker_id, {state.worker_id}, state.assignment, now,
                              conf.worker_timeout_secs, limit, state.launched_at, port=state.port)
@@ -357,7 +367,7 @@ def _running(state: SlotState, inputs: SlotInputs, now: float, conf: SlotConfig)
         message = f"worker {state.worker_id} on port {state.port} exited"
         return _start_kill(state, inputs, now, conf, relaunch=True, report=message)
     if (over := _over_memory(state, inputs, conf)) is not None:
-        return _start_kill(state, inputs, now, conf, relaunch=True, report=over)
+        return _start_kill(state, inputs, now, conf, relaunch=True, report=over, at_once=True)
     # No launch grace once running: a vanished heartbeat is a timed-out worker (Storm's HB_NULL).
     status = classify_worker(inputs.heartbeat, state.worker_id, {state.worker_id}, state.assignment, now,
                              conf.worker_timeout_secs, conf.start_timeout_secs, None, port=state.port)

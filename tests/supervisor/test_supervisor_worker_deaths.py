@@ -124,6 +124,28 @@ def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, 
     assert 100 < int(reason.split(" used ")[1].split(" MB")[0]) <= 400, reason
 
 
+def _growing_worker(storm_id, supervisor_id, port, worker_id, conf_file):
+    """A worker allocating without bound (20 MB every 0.1 s), capped at 1.5 GB for the machine's sake."""
+    return [sys.executable, "-c", "import time\nx = []\nwhile len(x) < 75:\n    x.append(b'x' * (20 << 20))\n"
+            "    time.sleep(0.1)\ntime.sleep(120)"]
+
+
+def test_a_worker_allocating_without_bound_is_stopped_near_its_limit_not_a_monitor_period_later(env, tmp_path):
+    # The monitor steps the slots once a minute here: only the memory samples (every
+    # supervisor.worker.memory.check.secs) can see it cross 200 MB before it reached its 1.5 GB
+    # (issue 47: 2,600 MB against the default 2,048 MB limit with the monitor's 3 s period).
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 200,
+                                                   "supervisor.monitor.frequency.secs": 60}),
+                         worker_command=_growing_worker)
+    sid = env.core.submit("growing", crash_package(tmp_path))
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
+    reason = found[0].reason
+    assert "of memory, over supervisor.worker.memory.limit.mb (200 MB): killed" in reason, reason
+    assert int(reason.split(" used ")[1].split(" MB")[0]) < 1500, reason
+
+
 def test_a_topologys_own_memory_limit_wins_over_the_supervisors(env, tmp_path):
     ports = free_ports(1)
     sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 4096}),

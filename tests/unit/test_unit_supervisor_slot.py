@@ -772,9 +772,14 @@ def test_a_worker_over_its_memory_limit_is_killed_and_the_reason_recorded():
     assert state.phase is SlotPhase.RUNNING and not actions
     inputs = SlotInputs(A, True, w.beats[wid], True, "wy", memory_bytes=150 * 1024 * 1024)
     state, actions = step(w.state, inputs, w.now + 1, conf)
-    assert state.phase is SlotPhase.KILL_AND_RELAUNCH and kinds(actions) == ["ReportError", "SendSigterm"]
+    # SIGKILL at once, as the kernel's OOM killer would: a grace period lets it allocate on
+    assert state.phase is SlotPhase.KILL_AND_RELAUNCH and kinds(actions) == ["ReportError", "SendSigkill"]
     assert actions[0].death and actions[0].message == (
         f"worker {wid} on port {PORT} used 150 MB of memory, over supervisor.worker.memory.limit.mb (100 MB): killed")
+    # gone: relaunched as any failed worker
+    w.alive.discard(wid)
+    gone, _actions = step(state, SlotInputs(A, True, None, False, "wz"), w.now + 2, conf)
+    assert gone.phase in (SlotPhase.WAITING_TO_RELAUNCH, SlotPhase.WAITING_FOR_WORKER_START), gone.phase
     # no limit configured: never
     state, actions = step(w.state, inputs, w.now + 1, dc_replace(CONF, memory_limit_mb=None))
     assert state.phase is SlotPhase.RUNNING and not actions
