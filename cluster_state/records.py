@@ -216,8 +216,10 @@ class SupervisorInfo:
     scheduler_meta: Mapping[str, Any] | None
     uptime_secs: int
     version: str | None = None
-    # Port of the logviewer serving this host's worker logs (the UI's log links).
+    # Port of the logviewer serving this host's worker logs (the UI's log links), and whether it
+    # serves them over HTTPS only (logviewer.disable.http.binding: the port is its HTTPS port).
     logviewer_port: int | None = None
+    logviewer_https: bool = False
     # (topology id, port, restarts) for each slot whose worker this supervisor relaunched since
     # it started for the same assignment after the worker failed (slot.LaunchWorker.restart); a
     # planned launch (a rebalance, a changed assignment, a new slot) is no restart.

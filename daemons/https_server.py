@@ -60,6 +60,14 @@ def tls_settings(conf: Mapping[str, Any], prefix: str) -> TlsSettings | None:
     return TlsSettings(int(port), Path(store), Path(cert) if cert else None, conf.get(f"{prefix}.https.key.password"))
 
 
+def served_port(conf: Mapping[str, Any], prefix: str) -> tuple[int | None, bool]:
+    """The port links to a daemon ("ui", "logviewer") name, and whether over HTTPS: its HTTP
+    port, or its HTTPS port when it serves HTTPS only (None: not known, e.g. a free port)."""
+    if conf.get(f"{prefix}.disable.http.binding") and conf.get(f"{prefix}.https.port"):
+        return int(conf[f"{prefix}.https.port"]) or None, True
+    return int(conf.get(f"{prefix}.port") or 0) or None, False
+
+
 def http_disabled(conf: Mapping[str, Any], prefix: str) -> bool:
     """Only HTTPS (`<prefix>.disable.http.binding: true`, which needs `<prefix>.https.port`)."""
     if not conf.get(f"{prefix}.disable.http.binding"):

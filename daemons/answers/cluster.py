@@ -88,6 +88,7 @@ class SupervisorRow:
     ports: tuple[int, ...] = ()
     version: str | None = None
     logviewer_port: int | None = None
+    logviewer_https: bool = False
     worker_restarts: tuple[tuple[str, int, int], ...] = ()   # (topology id, port, restarts)
 
     @classmethod
@@ -95,13 +96,13 @@ class SupervisorRow:
         w = WireMap(wire, where)
         return cls(id=w.req("id"), host=w.req("host"), slots=w.req("slots"), used=w.req("used"),
                    ports=tuple(w.opt("ports") or ()), uptime_secs=w.req("uptime_secs"), version=w.opt("version"),
-                   logviewer_port=w.opt("logviewer_port"),
+                   logviewer_port=w.opt("logviewer_port"), logviewer_https=bool(w.opt("logviewer_https")),
                    worker_restarts=w.seq("worker_restarts", lambda r, at: fixed(r, at, 3), required=False))
 
     def to_wire(self) -> dict[str, Any]:
         return {"id": self.id, "host": self.host, "slots": self.slots, "used": self.used, "ports": list(self.ports),
                 "uptime_secs": self.uptime_secs, "version": self.version, "logviewer_port": self.logviewer_port,
-                "worker_restarts": [list(r) for r in self.worker_restarts]}
+                **({"logviewer_https": True} if self.logviewer_https else {}), "worker_restarts": [list(r) for r in self.worker_restarts]}
 
 
 @dataclass(frozen=True, kw_only=True)

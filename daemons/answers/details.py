@@ -103,14 +103,18 @@ class SupervisorAddress:
 
     host: str | None = None
     logviewer_port: int | None = None
+    logviewer_https: bool = False  # the logviewer serves HTTPS only (on logviewer_port)
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> SupervisorAddress:
         w = WireMap(wire, where)
-        return cls(host=w.opt("host"), logviewer_port=w.opt("logviewer_port"))
+        return cls(host=w.opt("host"), logviewer_port=w.opt("logviewer_port"),
+                   logviewer_https=bool(w.opt("logviewer_https")))
 
     def to_wire(self) -> dict[str, Any]:
-        return {"host": self.host, "logviewer_port": self.logviewer_port}
+        # logviewer_https only when set: the wire of a plain cluster is as before
+        return {"host": self.host, "logviewer_port": self.logviewer_port,
+                **({"logviewer_https": True} if self.logviewer_https else {})}
 
 
 @dataclass(frozen=True, kw_only=True)

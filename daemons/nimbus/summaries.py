@@ -114,6 +114,7 @@ def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, Supe
     supervisors = tuple(SupervisorRow(
         id=sid, host=info.hostname, slots=len(info.meta), used=len(used.get(sid, ())), ports=tuple(info.meta),
         uptime_secs=info.uptime_secs, version=info.version or "", logviewer_port=info.logviewer_port,
+        logviewer_https=info.logviewer_https,
         worker_restarts=tuple(tuple(r) for r in info.worker_restarts)) for sid, info in sorted(sups.items()))
     return ClusterInfo(nimbus_uptime_secs=int(now - nimbus_started_at), nimbus_version=version, now_secs=int(now),
                        supervisors=supervisors, topologies=tuple(rows))
@@ -157,7 +158,8 @@ def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: fl
     errors = {comp: tuple(ComponentError(error=e.error, time_secs=e.time_secs, host=e.host, port=e.port) for e in errs)
               for comp, errs in f.errors.items()}
     nodes = {n for n, _p in enp.values()}
-    supervisors = {sid: SupervisorAddress(host=info.hostname, logviewer_port=info.logviewer_port)
+    supervisors = {sid: SupervisorAddress(host=info.hostname, logviewer_port=info.logviewer_port,
+                                         logviewer_https=info.logviewer_https)
                    for sid, info in sups.items() if sid in nodes}
     restarts = tuple((sid, port, n) for sid, info in sorted(sups.items())
                      for tid, port, n in info.worker_restarts if tid == f.storm_id)

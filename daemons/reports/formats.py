@@ -52,8 +52,11 @@ def encoded(text: str) -> str:
     return quote_plus(text, safe="")
 
 
-def log_link(host: str | None, logviewer_port: int | None, storm_id: str, port: int | None) -> str:
-    """The logviewer link to a worker's log (workers-artifacts/{id}/{port}/worker.log)."""
+def log_link(host: str | None, logviewer_port: int | None, storm_id: str, port: int | None,
+             https: bool = False) -> str:
+    """The logviewer link to a worker's log (workers-artifacts/{id}/{port}/worker.log); `https`:
+    the logviewer serves HTTPS only."""
     if not host or not logviewer_port or port is None:
         return ""
-    return f"http://{host}:{logviewer_port}/log?file={quote(f'{storm_id}/{port}/worker.log', safe='')}"
+    scheme = "https" if https else "http"
+    return f"{scheme}://{host}:{logviewer_port}/log?file={quote(f'{storm_id}/{port}/worker.log', safe='')}"

@@ -19,6 +19,7 @@ from daemons.answers.cluster import ClusterInfo, NimbusRow, SupervisorRow, Topol
 from daemons.answers.details import (
     ComponentEntry,
     ExecutorEntry,
+    SupervisorAddress,
     TopologyDetails,
     executor_records,
     records_by_component,
@@ -57,16 +58,19 @@ def cluster_summary(info: ClusterInfo, user: str = "") -> dict:
     }
 
 
-def nimbus_summary(info: ClusterInfo, host: str, port: int, logviewer_port: int | None) -> dict:
+def nimbus_summary(info: ClusterInfo, host: str, port: int, logviewer_port: int | None,
+                   logviewer_https: bool = False) -> dict:
     """Storm's /api/v1/nimbus/summary: every registered Nimbus ("Leader" / "Not a Leader"); the
-    one the UI talks to, as the leader, when Nimbus lists none (LocalCluster)."""
+    one the UI talks to, as the leader, when Nimbus lists none (LocalCluster). `logviewer_https`:
+    the logviewers serve HTTPS only (on `logviewer_port`)."""
+    scheme = "https" if logviewer_https else "http"
     rows = info.nimbuses or [NimbusRow(host=host, port=int(port), status="Leader", is_leader=True,
                                        uptime_secs=info.nimbus_uptime_secs, version=info.nimbus_version)]
     return {"nimbuses": [{
         "host": n.host, "port": int(n.port), "status": n.status,
         "nimbusUpTime": fmt.pretty_uptime(n.uptime_secs),
         "nimbusUpTimeSeconds": int(n.uptime_secs),
-        "nimbusLogLink": f"http://{n.host}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
+        "nimbusLogLink": f"{scheme}://{n.host}:{logviewer_port}/daemonlog?file=nimbus.log" if logviewer_port else "",
         "version": fmt.storm_version(n.version), "isLeader": bool(n.is_leader)} for n in rows]}
 
 
@@ -159,8 +163,7 @@ class _Topo:
 
 def _worker_link(details: TopologyDetails, e: ExecutorEntry) -> str:
     """The log link of the worker running executor `e` (its supervisor's logviewer)."""
-    sup = details.supervisors.get(e.node or "")
-    return fmt.log_link(e.host, None if sup is None else sup.logviewer_port, details.id, e.port)
+    return _log_link(details.supervisors.get(e.node or ""), e.host, details.id, e.port)
 
 
 def workers(details: TopologyDetails) -> list[dict]:
@@ -189,17 +192,24 @@ def _last_error(topo: _Topo, comp: str) -> dict:
     if not errors:
         return {"errorHost": "", "errorPort": "", "errorWorkerLogLink": "", "errorLapsedSecs": None, "lastError": ""}
     e = errors[0]
-    link = fmt.log_link(e.host, _logviewer_of_host(topo, e.host), topo.details.id, e.port)
+    link = _log_link(_supervisor_of_host(topo, e.host), e.host, topo.details.id, e.port)
     return {"errorHost": e.host or "", "errorPort": "" if e.port is None else str(e.port),
             "errorWorkerLogLink": link, "errorLapsedSecs": max(0, int(topo.details.now_secs - e.time_secs)),
             "lastError": e.error}
 
 
-def _logviewer_of_host(topo: _Topo, host: str | None) -> int | None:
+def _supervisor_of_host(topo: _Topo, host: str | None) -> SupervisorAddress | None:
     for sup in topo.details.supervisors.values():
         if sup.host == host:
-            return sup.logviewer_port
+            return sup
     return None
+
+
+def _log_link(sup: SupervisorAddress | None, host: str | None, storm_id: str, port: int | None) -> str:
+    """A worker's log link through the logviewer of its supervisor (none: no link)."""
+    if sup is None:
+        return ""
+    return fmt.log_link(host, sup.logviewer_port, storm_id, port, https=sup.logviewer_https)
 
 
 RATE_WINDOW = st.CAPACITY_WINDOW  # per-second figures are over the last 10 minutes, as capacity
@@ -378,6 +388,7 @@ def component_detail(details: TopologyDetails, comp_id: str, window: str = ALL_T
     kind = "spout" if comp.kind == "spout" else "bolt"
     recs = topo.component_records(comp_id)
     execs = topo.executors_of(comp_id)
+    include_sys = counts_system_streams(comp_id, include_sys)
     out: dict[str, Any] = {
         "id": comp_id, "encodedId": fmt.encoded(comp_id), "topologyId": details.id,
         "encodedTopologyId": fmt.encoded(details.id), "name": details.name, "componentType": kind,
@@ -411,10 +422,17 @@ def component_detail(details: TopologyDetails, comp_id: str, window: str = ALL_T
         "errorTime": int(e.time_secs) * 1000, "errorHost": e.host or "",
         "errorPort": "" if e.port is None else str(e.port), "error": e.error,
         "errorLapsedSecs": max(0, int(details.now_secs - e.time_secs)),
-        "errorWorkerLogLink": fmt.log_link(e.host, _logviewer_of_host(topo, e.host),
-                                           details.id, e.port)} for e in errors]
+        "errorWorkerLogLink": _log_link(_supervisor_of_host(topo, e.host), e.host, details.id, e.port)}
+        for e in errors]
     out["deadWorkers"] = dead_workers(topo, {(e.node, e.port) for e in execs})
     return out
+
+
+def counts_system_streams(component_id: str, include_sys: bool) -> bool:
+    """Whether a component's figures count system streams: a system component (the acker) works
+    on them only, so its figures do, as its capacity does, or it would show capacity with nothing
+    executed or acked (its page, /metrics)."""
+    return include_sys or is_system_id(component_id)
 
 
 def dead_workers(topo: _Topo, slots: set[tuple[Any, Any]]) -> list[dict]:
@@ -425,13 +443,12 @@ def dead_workers(topo: _Topo, slots: set[tuple[Any, Any]]) -> list[dict]:
     for d in topo.details.worker_deaths:
         if (d.supervisor, d.port) not in slots:
             continue
-        sup = topo.details.supervisors.get(d.supervisor)
         out.append({"host": d.host, "port": int(d.port), "supervisorId": d.supervisor,
                     "timeSecs": int(d.time_secs), "lapsedSecs": max(0, int(topo.details.now_secs - d.time_secs)),
                     "reason": d.reason, "exitCode": d.exit_code, "signal": d.signal or "",
                     "errorLine": d.error_line or "", "logTail": d.log_tail or "",
-                    "workerLogLink": fmt.log_link(d.host, None if sup is None else sup.logviewer_port,
-                                                  topo.details.id, d.port)})
+                    "workerLogLink": _log_link(topo.details.supervisors.get(d.supervisor), d.host,
+                                               topo.details.id, d.port)})
     return out
 
 
@@ -535,7 +552,8 @@ def diagnose(topo: _Topo) -> list[str]:
     for comp, where in sorted(dead.items()):
         out.append(f"executors of {comp} have no live worker (assigned to {', '.join(sorted(where))})")
     for sid, port, n in d.worker_restarts:
-        out.append(f"the worker on {sid} port {port} restarted {n} time(s): see its log and lastError")
+        out.append(f"the worker on {sid} port {port} restarted {n} time(s) since its supervisor started "
+                   f"(storm-py list's RESTARTS(5m): the last 5 minutes): see its log and lastError")
     stalled = checkpoint_stall(topo)
     if stalled is not None:
         out.append(stalled)

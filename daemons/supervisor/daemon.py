@@ -41,6 +41,7 @@ from cluster_state.records import SupervisorInfo, WorkerDeath
 from cluster_state.settings import zk_settings
 from cluster_state.storm import StormClusterState
 from cluster_state.worker_beats import read_worker_heartbeat, worker_dir_ids
+from daemons.https_server import served_port
 from daemons.rpc.code_transfer import DownloadRetries
 from daemons.supervisor import download, launcher, worker_death
 from daemons.supervisor.deaths import recent_deaths, remember_death, topology_hold_until
@@ -219,10 +220,11 @@ class Supervisor(Service):
     # -- heartbeat ---------------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
+        logviewer = served_port(self.conf, "logviewer")
         info = SupervisorInfo(time_secs=int(time.time()), hostname=self.hostname, assignment_id=self.supervisor_id,
                               used_ports=self._used_ports, meta=self.ports, scheduler_meta=None,
                               uptime_secs=int(time.monotonic() - self._started_at),
-                              version=storm_py_version(), logviewer_port=int(self.conf["logviewer.port"]) or None,
+                              version=storm_py_version(), logviewer_port=logviewer[0], logviewer_https=logviewer[1],
                               worker_restarts=self._restarts, worker_deaths=self._deaths,
                               recent_worker_deaths=recent_deaths(self._death_times, time.time()),
                               code_failures=self._code_failures)

@@ -206,7 +206,9 @@ class NimbusCode:
     def open(self) -> None:
         from daemons.rpc.client import client_from_conf
 
-        self._client = client_from_conf(self.conf)
+        # A Nimbus that refuses connections (restarting, down) fails the fetch at once; the
+        # fetch is retried with a back-off (DownloadRetries) rather than waited for.
+        self._client = client_from_conf(self.conf, refused_is_final=True)
 
     def close(self) -> None:
         if self._client is not None:

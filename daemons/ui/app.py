@@ -23,6 +23,7 @@ from daemons import http_auth
 from daemons.answers.cluster import ClusterInfo
 from daemons.answers.details import TopologyDetails
 from daemons.http_server import error_response, json_response
+from daemons.https_server import served_port
 from daemons.reports import views
 from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.protocol import AuthError, BadRequestError, IllegalStateError, RpcError, UnreachableError
@@ -62,7 +63,7 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
     # The pages poll the API; a browser must not keep yesterday's script after an upgrade.
     app.config["SEND_FILE_MAX_AGE_DEFAULT"] = 0
     secured = http_auth.install(app, conf, app_name="ui", title="storm-py UI") is not None
-    logviewer_port = int(conf.get("logviewer.port") or 0) or None
+    logviewer_port, logviewer_https = served_port(conf, "logviewer")
 
     def call(op: str, **args: Any) -> Any:
         try:
@@ -124,7 +125,8 @@ def make_app(nimbus: NimbusCalls, conf: Mapping[str, Any], nimbus_host: str, nim
 
     @app.get(f"{API}/nimbus/summary")
     def nimbus_summary():
-        return json_response(views.nimbus_summary(cluster_info(), nimbus_host, nimbus_port, logviewer_port))
+        return json_response(views.nimbus_summary(cluster_info(), nimbus_host, nimbus_port, logviewer_port,
+                                                  logviewer_https))
 
     @app.get(f"{API}/supervisor/summary")
     def supervisor_summary():

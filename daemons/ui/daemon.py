@@ -46,7 +46,9 @@ class UiServer(Service):
     def _on_start(self) -> None:
         nimbus, address = self._nimbus, self._nimbus_address
         if nimbus is None:
-            client = client_from_conf(self.conf)
+            # A Nimbus that refuses connections is given up at once (a page says so) instead of
+            # holding the page for nimbus.thrift.timeout; one that does not answer is waited for.
+            client = client_from_conf(self.conf, refused_is_final=True)
             self.on_stop(client.close, "Nimbus client")
             nimbus, address = client, (client.hosts[0], client.port)
         host, port = address or ("localhost", 0)

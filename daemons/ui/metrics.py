@@ -18,12 +18,11 @@ from prometheus_client.registry import Collector
 
 from daemons.answers.cluster import ClusterInfo
 from daemons.answers.details import TopologyDetails, records_by_component
-from daemons.reports.views import checkpoints, windows
+from daemons.reports.views import checkpoints, counts_system_streams, windows
 from daemons.rpc.calls import NimbusCalls
 from daemons.rpc.protocol import REMOTE_ERRORS
 from executor import stats as st
 from executor.stats_windows import ALL_TIME
-from executor.tuple import is_system_id
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +91,7 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
         for comp in d.components:
             cid = comp.id
             recs = by_comp.get(cid, [])
-            # A system component (the acker) works on system streams only: its figures count them,
-            # as its capacity does, or it would show capacity with nothing executed or acked.
-            own_sys = is_system_id(cid)
+            own_sys = counts_system_streams(cid, False)
             f = st.component_figures(recs, ALL_TIME, own_sys)
             for stream, figs in sorted(st.output_streams(recs, ALL_TIME, own_sys).items()):
                 emitted.add_metric([name, cid, stream], figs["emitted"])

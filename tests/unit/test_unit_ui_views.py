@@ -192,6 +192,32 @@ def test_component_answer_per_stream_and_executor():
     assert views.component_detail(d, "nope") is None
 
 
+def test_the_ackers_page_counts_the_system_streams_it_works_on_as_its_capacity_does():
+    acker = {"executed|spout:__ack_init": 300, "execute_ms_sum|spout:__ack_init": 60_000.0,
+             "execute_count|spout:__ack_init": 300, "emitted|__ack_ack": 300, "transferred|__ack_ack": 300}
+    wire = details_wire()
+    wire["executors"][0]["stats"] = to_wire(ExecutorStats("__acker", "acker", 60, _windows(acker)))
+    page = views.component_detail(TopologyDetails.from_wire(wire), "__acker")
+    ten_min = next(b for b in page["boltStats"] if b["window"] == "600")
+    assert ten_min["executed"] == 300 and float(ten_min["capacity"]) > 0, ten_min
+    assert page["outputStats"] == [{"stream": "__ack_ack", "emitted": 300, "transferred": 300}]
+
+
+def test_log_links_of_a_logviewer_serving_https_only_are_https():
+    from daemons.https_server import served_port
+
+    wire = details_wire(errors={"split": [{"error": "boom", "time_secs": 1060, "host": "h1", "port": 6700}]})
+    https_only = {"logviewer.port": 8000, "logviewer.https.port": 8443, "logviewer.disable.http.binding": True}
+    port, https = served_port(https_only, "logviewer")
+    assert (port, https) == (8443, True) and served_port({"logviewer.port": 8000}, "logviewer") == (8000, False)
+    wire["supervisors"] = {"sup-1": {"host": "h1", "logviewer_port": port, "logviewer_https": https}}
+    d = TopologyDetails.from_wire(wire)
+    assert views.workers(d)[0]["workerLogLink"].startswith("https://h1:8443/log?file=wc-1-1000%2F6700")
+    assert views.component_detail(d, "split")["componentErrors"][0]["errorWorkerLogLink"].startswith("https://h1:8443/")
+    assert views.nimbus_summary(cluster_info(), "h1", 6627, 8443, True)["nimbuses"][0]["nimbusLogLink"].startswith(
+        "https://h1:8443/daemonlog")
+
+
 def test_errors_show_as_storm_shows_them():
     d = details(errors={"split": [{"error": "boom", "time_secs": 1060, "host": "h1", "port": 6700}], "spout": []})
     bolt = next(b for b in views.topology_detail(d)["bolts"] if b["boltId"] == "split")

@@ -21,7 +21,7 @@ async function render() {
   renderTable(document.getElementById("slots"), [
     { title: "Port", value: (p) => p.port, raw: true },
     { title: "Topology", value: (p) => (p.used ? link(topologyHref(p.topologyId), p.topologyName) : "free") },
-    { title: "Worker restarts", value: (p) => p.restarts, cls: (p) => (p.restarts ? "warm" : undefined) },
+    { title: "Worker restarts (since the supervisor started)", value: (p) => p.restarts, cls: (p) => (p.restarts ? "warm" : undefined) },
   ], s.slots || []);
   renderTable(document.getElementById("workers"), [
     { title: "Port", value: (w) => w.port, raw: true },

@@ -39,7 +39,7 @@ async function render() {
     { title: "Executors", value: (r) => r.executorsTotal },
     { title: "Tasks", value: (r) => r.tasksTotal },
     { title: "Message timeout", value: (r) => `${r.msgTimeout}s` },
-    { title: "Worker restarts", value: (r) => r.workerRestarts.reduce((n, w) => n + w.restarts, 0), cls: (r) => (r.workerRestarts.length ? "warm" : undefined) },
+    { title: "Worker restarts (since each supervisor started)", value: (r) => r.workerRestarts.reduce((n, w) => n + w.restarts, 0), cls: (r) => (r.workerRestarts.length ? "warm" : undefined) },
   ], [t]);
   const cp = t.checkpoints;
   document.getElementById("checkpoints-section").hidden = !cp;
