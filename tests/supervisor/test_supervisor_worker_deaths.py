@@ -110,50 +110,45 @@ def _hungry_worker(storm_id, supervisor_id, port, worker_id, conf_file):
     return [sys.executable, "-c", "import time; x = b'x' * (300 << 20); time.sleep(120)"]
 
 
-def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, tmp_path):
-    ports = free_ports(1)
-    sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 100}),
-                         worker_command=_hungry_worker)
-    sid = env.core.submit("hungry", crash_package(tmp_path))
-    env.assign(sid, [(sup.supervisor_id, ports[0])])
-    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
-    reason = found[0].reason
-    assert "of memory, over supervisor.worker.memory.limit.mb (100 MB): killed" in reason, reason
-    # the figure it was killed at: over the limit (where the worker's allocation had got to by
-    # then depends on the machine's load: it is killed as soon as a sample sees it over)
-    assert 100 < int(reason.split(" used ")[1].split(" MB")[0]) <= 400, reason
-
-
 def _growing_worker(storm_id, supervisor_id, port, worker_id, conf_file):
     """A worker allocating without bound (20 MB every 0.1 s), capped at 1.5 GB for the machine's sake."""
     return [sys.executable, "-c", "import time\nx = []\nwhile len(x) < 75:\n    x.append(b'x' * (20 << 20))\n"
             "    time.sleep(0.1)\ntime.sleep(120)"]
 
 
+def _memory_kill(env, tmp_path, worker_command, sup_conf: dict, topology_conf: dict | None = None) -> tuple[str, int]:
+    """Run one worker of `worker_command` on a supervisor with `sup_conf`: the reason its death
+    was recorded with, and the MB it names."""
+    ports = free_ports(1)
+    sup = env.supervisor(env.conf("sup", ports, **sup_conf), worker_command=worker_command)
+    sid = env.core.submit("hungry", crash_package(tmp_path, topology_conf))
+    env.assign(sid, [(sup.supervisor_id, ports[0])])
+    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
+    reason = found[0].reason
+    return reason, int(reason.split(" used ")[1].split(" MB")[0])
+
+
+def test_a_worker_over_its_memory_limit_is_killed_with_the_reason_recorded(env, tmp_path):
+    reason, used = _memory_kill(env, tmp_path, _hungry_worker, {"supervisor.worker.memory.limit.mb": 100})
+    assert "of memory, over supervisor.worker.memory.limit.mb (100 MB): killed" in reason, reason
+    # the figure it was killed at: over the limit (where the worker's allocation had got to by
+    # then depends on the machine's load: it is killed as soon as a sample sees it over)
+    assert 100 < used <= 400, reason
+
+
 def test_a_worker_allocating_without_bound_is_stopped_near_its_limit_not_a_monitor_period_later(env, tmp_path):
     # The monitor steps the slots once a minute here: only the memory samples (every
     # supervisor.worker.memory.check.secs) can see it cross 200 MB before it reached its 1.5 GB
     # (issue 47: 2,600 MB against the default 2,048 MB limit with the monitor's 3 s period).
-    ports = free_ports(1)
-    sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 200,
-                                                   "supervisor.monitor.frequency.secs": 60}),
-                         worker_command=_growing_worker)
-    sid = env.core.submit("growing", crash_package(tmp_path))
-    env.assign(sid, [(sup.supervisor_id, ports[0])])
-    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
-    reason = found[0].reason
+    reason, used = _memory_kill(env, tmp_path, _growing_worker, {"supervisor.worker.memory.limit.mb": 200,
+                                                                 "supervisor.monitor.frequency.secs": 60})
     assert "of memory, over supervisor.worker.memory.limit.mb (200 MB): killed" in reason, reason
-    assert int(reason.split(" used ")[1].split(" MB")[0]) < 1500, reason
+    assert used < 1500, reason
 
 
 def test_a_topologys_own_memory_limit_wins_over_the_supervisors(env, tmp_path):
-    ports = free_ports(1)
-    sup = env.supervisor(env.conf("sup", ports, **{"supervisor.worker.memory.limit.mb": 4096}),
-                         worker_command=_hungry_worker)
-    sid = env.core.submit("hungry", crash_package(tmp_path, {"topology.worker.memory.limit.mb": 100}))
-    env.assign(sid, [(sup.supervisor_id, ports[0])])
-    found = wait_until(lambda: env.core.topology_details(sid).worker_deaths, 60, "the worker killed for memory")
-    reason = found[0].reason
+    reason, _used = _memory_kill(env, tmp_path, _hungry_worker, {"supervisor.worker.memory.limit.mb": 4096},
+                                 {"topology.worker.memory.limit.mb": 100})
     assert "of memory, over topology.worker.memory.limit.mb (100 MB): killed" in reason, reason
 
 
