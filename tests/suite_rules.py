@@ -7,9 +7,12 @@ start no process and take no test longer than a few seconds. So:
   `redis` or `browser` is also `cluster` (it starts a server or a browser);
 - a test that starts a process (subprocess, fork, posix_spawn) while carrying none of
   PROCESS_MARKS fails, naming the command: mark it (or the fixture that starts it);
-- a test that is not marked `slow` and whose own body ran longer than SLOW_SECS fails, asking
-  for the marker. This is a check of the markers, not of the code's speed: the limit is far
-  above what any unmarked test takes, and a test near it belongs among the slow ones.
+- a test of the fast tier (none of PROCESS_MARKS) whose own body ran longer than SLOW_SECS
+  fails, asking for the marker. This is a check of the markers, not of the code's speed: the
+  limit is far above what any of them takes, and a test near it belongs among the slow ones.
+  A test already outside the fast tier (zk, spark, cluster) is not timed: its time depends on the
+  processes it starts and the machine's load (a ZooKeeper restart took 14.6 s in one CI run), and
+  the tier it is in does not promise seconds.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                    f"{', '.join(PROCESS_MARKS)}: the fast tier must start none (mark the test, its module, "
                    f"or the fixture in tests/suite_rules.py FIXTURE_MARKS)")
         started.clear()  # reported once
-    elif (report.when == "call" and report.duration > SLOW_SECS and not item.get_closest_marker("slow")):
+    elif report.when == "call" and report.duration > SLOW_SECS and not _marked_for_processes(item):
         problem = (f"took {report.duration:.1f}s but is not marked slow (the fast tier keeps tests under "
                    f"{SLOW_SECS:g}s): mark it @pytest.mark.slow")
     if problem:
