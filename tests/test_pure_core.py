@@ -20,21 +20,23 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SUITES = [
-    "tests/unit",
-    "tests/local/test_local_ack_merging.py",
-    "tests/local/test_local_acker_placement.py",
-    "tests/local/test_local_basic_columns.py",
-    "tests/local/test_local_flow_control.py",
-    "tests/local/test_local_lifecycle.py",
-    "tests/local/test_local_worker_routing.py",
-    "tests/scenarios/test_acking.py",
-    "tests/scenarios/test_groupings.py",
-    "tests/scenarios/test_ticks.py",
-    "tests/scenarios/test_windows.py",
-    "tests/scenarios/test_state.py",
-    "tests/state/test_state_faults.py",
-    "tests/spouts/test_redis_stream_spout.py",
+# In three parts of about a minute each, each its own xdist group (tests/parallel.py): one
+# 200-second test was the longest single step of a parallel run.
+PARTS = [
+    ["tests/unit",
+     "tests/local/test_local_ack_merging.py",
+     "tests/local/test_local_acker_placement.py",
+     "tests/local/test_local_basic_columns.py",
+     "tests/local/test_local_flow_control.py",
+     "tests/local/test_local_lifecycle.py",
+     "tests/local/test_local_worker_routing.py",
+     "tests/scenarios/test_groupings.py"],
+    ["tests/scenarios/test_acking.py",
+     "tests/scenarios/test_ticks.py",
+     "tests/scenarios/test_windows.py"],
+    ["tests/scenarios/test_state.py",
+     "tests/state/test_state_faults.py",
+     "tests/spouts/test_redis_stream_spout.py"],
 ]
 
 
@@ -42,13 +44,15 @@ SUITES = [
 @pytest.mark.cluster
 @pytest.mark.zk
 @pytest.mark.timeout(600)
-def test_in_process_suites_pass_on_the_pure_twin(tmp_path):
+@pytest.mark.parametrize("suites", [pytest.param(part, id=f"part{i}", marks=pytest.mark.xdist_group(f"pure-core-{i}"))
+                                    for i, part in enumerate(PARTS)])
+def test_in_process_suites_pass_on_the_pure_twin(tmp_path, suites):
     # a fresh pytest of its own: not one of this run's xdist workers
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")} | {"STORM_PY_PURE": "1"}
     log = tmp_path / "pure.log"
     with open(log, "w") as out:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                               "--basetemp", str(tmp_path / "t"), "-m", "not zk", *SUITES],
+                               "--basetemp", str(tmp_path / "t"), "-m", "not zk", *suites],
                               cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=570,
                               stdin=subprocess.DEVNULL)
     text = log.read_text(errors="replace")

@@ -236,5 +236,8 @@ def test_the_sink_writes_through_a_spark_standalone_cluster(spark, spark_standal
     finally:
         stop_process(proc, 30, "storm-py local numbers-0")
     assert "Registering app storm-py-numbers-0" in master_log.read_text(errors="replace")
-    assert _ids(read_table(table, spark=spark, dedupe=False)) == list(range(60))
+    # At least once (the topology acks its rows; a write slower than the message timeout on a
+    # loaded machine is replayed): every id, and the dedupe view exact.
+    assert sorted(set(_ids(read_table(table, spark=spark, dedupe=False)))) == list(range(60))
+    assert _ids(read_table(table, spark=spark)) == list(range(60))
     assert verify_table(table, spark=spark) == 60

@@ -83,7 +83,9 @@ def test_a_worker_whose_heartbeat_stops_is_killed_and_relaunched_once(env):
                lambda: f"the other slot's worker {before[ports[1]]}, heartbeating: {running_workers(sup.conf)}",
                interval=0.2)
     assert sup.launches == 3  # two, plus exactly one relaunch
-    assert not local_layout.worker_root(sup.conf, stuck_wid).exists()
+    # the killed worker's directory goes once the slot's cleanup ran (retried until it can)
+    wait_until(lambda: not local_layout.worker_root(sup.conf, stuck_wid).exists(), 30,
+               f"the killed worker {stuck_wid}'s directory removed")
 
 
 def _damage_and_kill(env, damage):
