@@ -64,6 +64,10 @@ def cluster(zk_conf, tmp_path):
         "nimbus.thrift.port": port,
         "nimbus.thrift.timeout": 5,
         "nimbus.monitor.freq.secs": 1,
+        # The supervisors below are records that never heartbeat again: Nimbus would take them
+        # for dead nimbus.supervisor.timeout.secs after it first saw them (a loaded run's test
+        # took 88 s, and its rebalance found no slot).
+        "nimbus.supervisor.timeout.secs": 3600,
     }
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
