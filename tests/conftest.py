@@ -130,6 +130,14 @@ def no_leaks():
                     pytrace=False)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the test's fixtures, and a module's whose last test this was, are torn down
+    import shared_clusters
+
+    shared_clusters.after_test(item)
+
+
 def pytest_sessionfinish(session, exitstatus):
     import shutil
 

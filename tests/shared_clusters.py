@@ -14,6 +14,11 @@ Fixtures:
   topology running across their tests: `acquire(kind)` -> a healthy DevCluster, `release(kind)`
   -> every topology killed.
 
+The clusters stop after the last test of this process that uses them (`after_test`, called by
+tests/conftest.py once a test's fixtures tore down), not at the end of the run: an idle cluster's
+six daemons cost ~7% of a core, and a worker process of a parallel run is done with its shared
+group long before the run ends (up to 1,000 s of five idle clusters in one measured run).
+
 Each test names its topologies itself; tests run one at a time, so whatever runs on a shared
 cluster when a test ends is that test's. Tests that need a cluster of their own (security, roots,
 Nimbus HA, faults that restart ZooKeeper, several hosts, the `storm-py dev-cluster` command
@@ -37,6 +42,7 @@ from zk_fixture import SESSION_PIDS, SESSION_THREADS
 
 __all__ = ["READONLY_SECRET", "SECRET", "SharedDevClusters", "secured_dev_cluster", "shared_dev_cluster",
            "shared_dev_clusters"]
+USERS = ("shared_dev_cluster", "secured_dev_cluster", "shared_dev_clusters")
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +80,7 @@ class SharedDevClusters:
         self.zk_server = zk_server
         self.zk_admin = zk_admin
         self.clusters: dict[str, Any] = {}
+        self.problems: list[str] = []  # of stops between tests, reported at the session's end
 
     # -- use ------------------------------------------------------------------------------------
 
@@ -184,13 +191,50 @@ class SharedDevClusters:
         return problems
 
 
+def last_users(items: list[Any], group_of: Any) -> set[str]:
+    """The node ids of the tests after which no later test of the same group uses a shared
+    cluster (pure). Groups run whole and in order on one process (xdist's loadgroup)."""
+    last = {}
+    for item in items:
+        if any(f in USERS for f in getattr(item, "fixturenames", ())):
+            last[group_of(item)] = item.nodeid
+    return set(last.values())
+
+
+def _group_of(item: Any) -> str:
+    # xdist's worker names each test after its group ("path::test@group"); one process runs
+    # everything as one group
+    return item.nodeid.rsplit("@", 1)[1] if "@" in item.nodeid else ""
+
+
+_REGISTRY: list[SharedDevClusters] = []  # the session fixture's, while it is set up
+_LAST = pytest.StashKey[set]()
+
+
+def after_test(item: Any) -> None:
+    """Stop the shared clusters when `item` was the last test of its group to use them (a later
+    test that asks after all starts them again: slower, never wrong)."""
+    if not _REGISTRY or not _REGISTRY[0].clusters:
+        return
+    session = item.session
+    if _LAST not in session.stash:
+        session.stash[_LAST] = last_users(session.items, _group_of)
+    if item.nodeid in session.stash[_LAST]:
+        log.info("the last test of this process that uses the shared dev clusters is done: stopping them")
+        _REGISTRY[0].problems += _REGISTRY[0].stop_all()
+
+
 @pytest.fixture(scope="session")
 def shared_dev_clusters(tmp_path_factory, zk_server, zk_admin):
     if shutil.which("java") is None:
         pytest.skip("the dev cluster needs Java and the Debian zookeeper package")
     registry = SharedDevClusters(tmp_path_factory.mktemp("shared-dev"), zk_server, zk_admin)
-    yield registry
-    problems = registry.stop_all()
+    _REGISTRY.append(registry)
+    try:
+        yield registry
+    finally:
+        _REGISTRY.remove(registry)
+    problems = registry.problems + registry.stop_all()
     assert not problems, "; ".join(problems)
 
 
