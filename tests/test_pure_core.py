@@ -1,5 +1,5 @@
 """The in-process suites again on the pure-Python twin of the per-tuple core (STORM_PY_PURE=1,
-executor/core/__init__.py): the unit tests and the LocalCluster suites (acking, groupings,
+executor/core/__init__.py): the unit tests of the core modules and the LocalCluster suites (acking, groupings,
 ticks, back-pressure, timeouts, windows, state and its faults, the Redis stream spout), with
 `-m "not zk"` leaving out the scenarios' dev-cluster variants.
 
@@ -13,6 +13,7 @@ not other core code; the rest of the suite runs those on the compiled core."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,26 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def core_unit_tests() -> list[str]:
+    """The unit test files that import a core module (the others test the same code on both
+    cores), without test_unit_core.py, whose tests choose their core themselves."""
+    from executor.core import CORE_MODULES
+
+    patterns = []
+    for name in CORE_MODULES:
+        package, _, leaf = name.rpartition(".")
+        patterns += [re.escape(name), rf"from {re.escape(package)} import [^\n]*\b{leaf}\b"]
+    uses = re.compile("|".join(patterns))
+    return sorted(str(f.relative_to(REPO)) for f in (REPO / "tests" / "unit").glob("test_*.py")
+                  if f.name != "test_unit_core.py" and uses.search(f.read_text()))
+
+
 # In three parts of about a minute each, each its own xdist group (tests/parallel.py): one
 # 200-second test was the longest single step of a parallel run.
 PARTS = [
-    ["tests/unit",
+    [*core_unit_tests(),
      "tests/local/test_local_ack_merging.py",
      "tests/local/test_local_acker_placement.py",
      "tests/local/test_local_basic_columns.py",
