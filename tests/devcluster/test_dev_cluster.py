@@ -112,7 +112,7 @@ def test_client_commands_against_the_dev_cluster(dev_cluster):
     try:
         # A daemon key at submit is named and not shipped: the workers, taking ZooKeeper's port
         # from their supervisor, still connect (they used to get port 1 and never did).
-        storm_id = submit(c, "demo", "-c", "storm.zookeeper.port=1")
+        storm_id = submit(c, "demo", "-c", "storm.zookeeper.port=1", "-c", "exclamation.rate=200")
         rows = listing(c)
         assert rows["demo"][1] == storm_id and rows["demo"][2] == "ACTIVE"
         assert state.storm_base(storm_id).status == "active"

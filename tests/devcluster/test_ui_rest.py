@@ -21,6 +21,7 @@ from ui_shape import PROMETHEUS_FAMILIES, assert_shape
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
 EXCLAMATION = ROOT / "examples" / "exclamation" / "topology.py"
+PACE = 200  # words a second per spout task
 STALLING = ROOT / "tests" / "devcluster" / "topologies" / "stalling" / "topology.py"
 
 
@@ -44,7 +45,9 @@ def cluster(shared_dev_clusters):
     """The shared secured cluster with this module's two topologies, killed at its end."""
     dev = shared_dev_clusters.acquire("secured")
     try:
-        ids = {"demo": submit(dev.conf_dir, EXCLAMATION, "demo"), "stuck": submit(dev.conf_dir, STALLING, "stuck")}
+        # Paced: the module's figures need words flowing, not a core of the machine for its minutes.
+        ids = {"demo": submit(dev.conf_dir, EXCLAMATION, "demo", f"exclamation.rate={PACE}"),
+               "stuck": submit(dev.conf_dir, STALLING, "stuck")}
         for storm_id in ids.values():
             wait_until(lambda s=storm_id: spout_emitted(dev.ui_url, s) > 0, timeout=120, interval=1,
                        message=f"{storm_id}'s spouts to emit (as the UI reports them)")
