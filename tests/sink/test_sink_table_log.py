@@ -149,8 +149,10 @@ def _local_topology(table: Path, offset: int, count: int, log: Path, *conf: str)
                                 stderr=subprocess.STDOUT)
 
 
-def _ids_committed(table: Path) -> set[int] | None:
-    if not G.exists(table):
+def _ids_committed(table: Path, at_least: int = 0) -> set[int] | None:
+    """The ids committed to `table`; None while it does not exist or its log counts fewer than
+    `at_least` rows (a poll reads the table's log every second and Spark only when it can pass)."""
+    if not G.exists(table) or sum(table_snapshot(table).batch_rows.values()) < at_least:
         return None
     return set(_ids(read_table(table, dedupe=False)))
 
@@ -163,8 +165,10 @@ def test_two_topologies_in_two_processes_write_one_table_and_compact_it(spark, t
         def all_in() -> bool:
             for p, offset in zip(procs, (0, 1000)):
                 assert p.poll() is None, (tmp_path / f"numbers-{offset}.log").read_text()[-3000:]
-            ids = _ids_committed(table)
-            return ids is not None and ids >= want and table_stats(table)["compacted_dirs"] >= 1
+            if not G.exists(table) or table_stats(table)["compacted_dirs"] < 1:
+                return False
+            ids = _ids_committed(table, len(want))
+            return ids is not None and ids >= want
         poll(all_in, timeout=240, interval=1.0, message="both topologies' rows committed and a compaction")
     finally:
         for p, offset in zip(procs, (0, 1000)):
@@ -224,12 +228,15 @@ def test_the_sink_writes_through_a_spark_standalone_cluster(spark, spark_standal
     url, master_log = spark_standalone
     table = tmp_path / "standalone"
     log = tmp_path / "numbers.log"
+    # The executor's JVM, which the Spark worker starts, with the tests' JVM options too
+    # (tests/conftest.py: the client compiler, the serial collector, the class archive).
     proc = _local_topology(table, 0, 60, log, f"spark.master={url}", "spark.cores.max=1",
-                           "spark.executor.memory=512m")
+                           "spark.executor.memory=512m",
+                           f"spark.executor.extraJavaOptions={os.environ.get('SPARK_SUBMIT_OPTS', '')}")
 
     def committed() -> bool:
         assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
-        return (_ids_committed(table) or set()) >= set(range(60))
+        return (_ids_committed(table, 60) or set()) >= set(range(60))
 
     try:
         poll(committed, timeout=240, interval=1.0, message=f"60 rows committed through {url} (log {log})")
