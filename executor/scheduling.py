@@ -241,15 +241,17 @@ class SharedRunner:
             time.sleep(0)
             return
         queues = [q for m in (*self.executors, *self._io) for q in m.queues()]
+        if self._input is not None:
+            # On the socket: the queues' event is not waited for, so publishes need not set it.
+            if not any(len(q) for q in queues) and not self._stop.is_set():
+                self._input.wait_input(timeout)
+            return
         self._event.clear()
         for q in queues:
             q.set_waiting(True)
         try:
             if not any(len(q) for q in queues) and not self._stop.is_set():
-                if self._input is not None:
-                    self._input.wait_input(timeout)
-                else:
-                    self._event.wait(timeout)
+                self._event.wait(timeout)
         finally:
             for q in queues:
                 q.set_waiting(False)
