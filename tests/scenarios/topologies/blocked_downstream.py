@@ -6,7 +6,10 @@ from scenario_parts import GateBolt, IdSpout, PassBolt
 from executor.api import TopologyBuilder
 
 b = TopologyBuilder()
-b.set_spout("numbers", IdSpout([[n, [n]] for n in range(400)], replay=True))
+# Paced (400 in 2 s): the gate's full queue reaches "pass" as back-pressure from the other worker
+# within a few hundred ms, long before the last number; unpaced, the transfer queue and the
+# sockets between the workers once took all 400 before it did.
+b.set_spout("numbers", IdSpout([[n, [n]] for n in range(400)], replay=True, rate=200))
 b.set_bolt("pass", PassBolt()).shuffle_grouping("numbers")
 b.set_bolt("gate", GateBolt()).shuffle_grouping("pass")
 topology = b.create_topology()

@@ -60,10 +60,11 @@ class IdSpout(Spout):
     one is recorded and, with `replay`, emitted again. Records every emit with the number of
     its messages then pending (emitted, neither acked nor failed), every ack and fail."""
 
-    def __init__(self, messages, fields=("value",), replay=False):
+    def __init__(self, messages, fields=("value",), replay=False, rate=None):
         self.messages = [(m[0], list(m[1])) for m in messages]
         self.fields = list(fields)
         self.replay = replay
+        self.rate = rate  # at most this many emits a second (None: as fast as it is asked)
 
     def declare_output_fields(self, declarer):
         declarer.declare(self.fields)
@@ -74,10 +75,15 @@ class IdSpout(Spout):
         self.todo = list(self.messages)
         self.payloads = dict(self.messages)
         self.pending = set()
+        self.paced_from, self.paced = time.monotonic(), 0
 
     def next_tuple(self):
         if not self.todo:
             return
+        if self.rate is not None:
+            if self.paced >= (time.monotonic() - self.paced_from) * self.rate:
+                return
+            self.paced += 1
         msg_id, values = self.todo.pop(0)
         self.pending.add(msg_id)
         self.rec.record("emit", id=msg_id, pending=len(self.pending))
