@@ -73,6 +73,17 @@ def test_a_death_says_how_the_process_ended_and_a_crash_loop_says_so():
     assert health.crash_loop_problem(traced, 5, 0) is traced  # its error says what is wrong
 
 
+def test_a_sigkilled_worker_says_so_before_what_its_log_ends_with():
+    # Before: a worker SIGKILLed while its sink wrote showed its Spark JVM's dying words
+    # ("SparkException: ... Block broadcast_15 does not exist") as the topology's last error.
+    spark = "org.apache.spark.SparkException: [INTERNAL_ERROR_STORAGE] Block broadcast_15 does not exist."
+    text = health.death_text(spark, "worker w on port 6700 exited", None, "SIGKILL")
+    assert text == f"SIGKILL: worker w on port 6700 exited (its log's last error: {spark})"
+    p = health.newest_problem({}, [(100, spark, "worker w on port 6700 exited", 6700, "h1", None, "SIGKILL")])
+    assert p.text.startswith("SIGKILL: worker w on port 6700 exited") and not p.bare
+    assert health.death_text("ValueError: x", "exited", None, "SIGSEGV") == "ValueError: x"  # its own crash
+
+
 def test_a_worker_killed_for_its_memory_says_so_before_what_it_logged():
     # Before: the worker log's last error line was the headline and the limit only in supervisor.log.
     reason = ("worker w1 on port 6700 used 2600 MB of memory, over supervisor.worker.memory.limit.mb (2048 MB): "
