@@ -55,7 +55,23 @@ class Recorder:
             return 0
 
 
-class IdSpout(Spout):
+class Paced:
+    """At most `rate` emits a second (None or 0: as fast as allowed), e.g. so that a fault can
+    land while numbers flow."""
+
+    def pace(self, rate):
+        self.rate = rate
+        self.started = time.monotonic()
+        self.emits = 0
+
+    def may_emit(self) -> bool:
+        if self.rate and self.emits >= (time.monotonic() - self.started) * self.rate:
+            return False
+        self.emits += 1
+        return True
+
+
+class IdSpout(Paced, Spout):
     """Emits `messages` ([msg_id, values] pairs) once each, in order, with their ids; a failed
     one is recorded and, with `replay`, emitted again. Records every emit with the number of
     its messages then pending (emitted, neither acked nor failed), every ack and fail."""
@@ -75,15 +91,11 @@ class IdSpout(Spout):
         self.todo = list(self.messages)
         self.payloads = dict(self.messages)
         self.pending = set()
-        self.paced_from, self.paced = time.monotonic(), 0
+        self.pace(self.rate)
 
     def next_tuple(self):
-        if not self.todo:
+        if not self.todo or not self.may_emit():
             return
-        if self.rate is not None:
-            if self.paced >= (time.monotonic() - self.paced_from) * self.rate:
-                return
-            self.paced += 1
         msg_id, values = self.todo.pop(0)
         self.pending.add(msg_id)
         self.rec.record("emit", id=msg_id, pending=len(self.pending))
@@ -257,22 +269,6 @@ class GateBolt(_RecordingBolt):
         self.collector.ack(tup)
 
 
-class Paced:
-    """At most `numbers.rate` emits a second (topology config; unset: as fast as allowed), so
-    that a fault can land while numbers flow."""
-
-    def pace(self, conf):
-        self.rate = conf.get("numbers.rate")
-        self.started = time.monotonic()
-        self.emits = 0
-
-    def may_emit(self) -> bool:
-        if self.rate and self.emits >= (time.monotonic() - self.started) * self.rate:
-            return False
-        self.emits += 1
-        return True
-
-
 class _Numbers(Paced):
     """What both number spouts share: the field `n`, up to `numbers.n` (topology config, else
     n), paced, recording."""
@@ -287,7 +283,7 @@ class _Numbers(Paced):
         self.collector = collector
         self.rec = Recorder(conf, context)
         self.n = int(conf.get("numbers.n", self.n))
-        self.pace(conf)
+        self.pace(conf.get("numbers.rate"))  # topology config
 
 
 class NumberSpout(_Numbers, Spout):
