@@ -58,12 +58,12 @@ CRASH_LOOP_RESTARTS = 3
 def death_text(error_line: str, reason: str, exit_code: int | None = None, signal: str | None = None) -> str:
     """What a worker's death says: its error line (explained), else how the process ended (a
     worker that died without a traceback leaves only that) and the slot's reason."""
-    if is_memory_kill(reason):  # the supervisor's decision is the cause, whatever it logged last
-        return reason + (f" (its log's last error: {explain(error_line)})" if error_line else "")
-    if signal == "SIGKILL":
-        # Sent from outside (an operator, the kernel's OOM killer): the worker logged nothing about
-        # it, and what its log ends with may be its Spark JVM's errors as that child died after it.
-        return f"{signal}: {reason}" + (f" (its log's last error: {explain(error_line)})" if error_line else "")
+    if is_memory_kill(reason) or signal == "SIGKILL":
+        # Killed from outside (the supervisor for its memory, an operator, the OOM killer): that is
+        # the cause, whatever the log ends with (it may be the Spark JVM's errors as that child
+        # died after the worker).
+        head = reason if is_memory_kill(reason) or signal in reason else f"{signal}: {reason}"
+        return head + (f" (its log's last error: {explain(error_line)})" if error_line else "")
     if error_line:
         return explain(error_line)
     if exit_code is not None and "exit code" not in reason:
