@@ -40,6 +40,7 @@ INACTIVE = 3   # the topology is not active (before open/prepare, or a deactivat
 DONE = 4       # the executor died: never step it again
 
 _INACTIVE_WAIT = 0.05  # how soon an inactive executor notices activation
+_WATCHED_ROUNDS = 256  # idle waits between two collections of the members' queues (see _sleep)
 SPOUT_BURST = 100      # next_tuple calls per step of a spout on a shared thread (it keeps emitting)
 
 
@@ -147,6 +148,8 @@ class SharedRunner:
         self._step_started = 0.0
         self._handed: Executor | None = None  # the executor this thread was given to by the watchdog
         self._joining: list[tuple[Member, bool]] = []  # I/O parts added while running, taken each round
+        self._watched: list | None = None  # the members' queues, as _sleep last collected them
+        self._watched_left = 0
         self._thread: threading.Thread | None = None
         self._watchdog: threading.Thread | None = None
         for ex in self.executors:
@@ -176,6 +179,8 @@ class SharedRunner:
             self._io.append(part)
             if is_input:
                 self._input = part  # type: ignore[assignment]
+        if joining:
+            self._watched = None
 
     def wake(self) -> None:
         self._event.set()
@@ -202,7 +207,7 @@ class SharedRunner:
                 if self._joining:
                     self._take_joining()
                 busy = blocked = False
-                for m in (*self.executors, *self._io):
+                for m in tuple(self.executors):  # a copy: a dead one is dropped from the list
                     with lock:
                         self._current = m
                         self._step_started = monotonic()
@@ -218,8 +223,17 @@ class SharedRunner:
                     elif r == BLOCKED:
                         blocked = True
                     elif r == DONE:
-                        (self.executors if m in self.executors else self._io).remove(m)
-                        m.finish()
+                        self._drop(self.executors, m)
+                # The watchdog never hands an I/O part over (it only looks at executors' steps):
+                # their steps need no bookkeeping for it.
+                for m in tuple(self._io):
+                    r = m.run_step()
+                    if r == BUSY:
+                        busy = True
+                    elif r == BLOCKED:
+                        blocked = True
+                    elif r == DONE:
+                        self._drop(self._io, m)
                 if busy:
                     idle = bp = 0
                 elif blocked:  # waiting for another thread (a peer's transfer, a dedicated executor)
@@ -233,6 +247,11 @@ class SharedRunner:
                 for m in (*self.executors, *self._io):
                     m.finish()
 
+    def _drop(self, members: list, m: Member) -> None:
+        members.remove(m)
+        self._watched = None
+        m.finish()
+
     def _sleep(self, timeout: float) -> None:
         """The idle wait: until input (a publish into a member's queue; with the receive among
         the members, a payload on its socket: publishes from other threads, such as ticks and
@@ -240,17 +259,24 @@ class SharedRunner:
         if timeout <= 0:
             time.sleep(0)
             return
-        queues = [q for m in (*self.executors, *self._io) for q in m.queues()]
+        # The queues are collected anew after a membership change and every _WATCHED_ROUNDS
+        # waits, not at each (a worker's transfer replaces its queues when the assignment
+        # changes): a queue missed for a while costs at most this wait's timeout, Storm's bound.
+        queues = self._watched
+        if queues is None or self._watched_left <= 0:
+            queues = self._watched = [q for m in (*self.executors, *self._io) for q in m.queues()]
+            self._watched_left = _WATCHED_ROUNDS
+        self._watched_left -= 1
         if self._input is not None:
             # On the socket: the queues' event is not waited for, so publishes need not set it.
-            if not any(len(q) for q in queues) and not self._stop.is_set():
+            if not any(map(len, queues)) and not self._stop.is_set():
                 self._input.wait_input(timeout)
             return
         self._event.clear()
         for q in queues:
             q.set_waiting(True)
         try:
-            if not any(len(q) for q in queues) and not self._stop.is_set():
+            if not any(map(len, queues)) and not self._stop.is_set():
                 self._event.wait(timeout)
         finally:
             for q in queues:

@@ -206,6 +206,7 @@ class ReceiveIO(_OwnThread):
         self._overflowing = 0
         self._receiver = None
         self._held: bytes | None = None  # a payload idle() received, dispatched by the next step
+        self._waited_empty = False       # the last wait_input found the socket empty
         self.bound = threading.Event()
         self.error: BaseException | None = None
         self.unknown_tasks = 0
@@ -241,6 +242,13 @@ class ReceiveIO(_OwnThread):
                 return BLOCKED  # hold the socket: the senders are back-pressured
         got = 0
         data, self._held = self._held, None
+        if self._waited_empty:
+            # The idle wait polled the socket a moment ago and found nothing: looking again now
+            # (a recv that finds nothing raises inside pyzmq) would cost an idle worker a tenth
+            # of its wake-ups' CPU; a payload that came since is seen by the next wait at once.
+            self._waited_empty = False
+            if data is None:
+                return IDLE
         recv = self._receiver.recv
         while got < _MESSAGES_PER_STEP and self._overflowing < self._overflow_limit:
             if data is None:
@@ -260,6 +268,7 @@ class ReceiveIO(_OwnThread):
         that runs this part, which then wakes on input from other workers."""
         if self._receiver is not None and self._held is None:
             self._held = self._receiver.recv(timeout)
+            self._waited_empty = self._held is None
 
     def finish(self) -> None:
         self.bound.set()  # nobody waits for a bind that will not come
