@@ -67,6 +67,10 @@ class Adapter(AdapterBase):
         tuples, ...); the executor adds its tasks' together."""
         return {}
 
+    def on_state_lost(self, ask) -> None:
+        """Exactly-once: `ask()` tells the checkpoint spout that this task's committed state is
+        gone (a checkpoint handler keeps it; executor/checkpoint/forwarder.py)."""
+
 
 # ---- spouts ----
 @runtime_checkable

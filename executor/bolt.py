@@ -82,7 +82,12 @@ class BoltExecutor(ExecutorBase):
         if barrier_only(self.conf):
             coordinator = coordinator_task(w.contexts[self.task_ids[0]])
             if coordinator is not None:
-                self.outbox.on_untracked_fail(RollbackAsker(self.outbox.send, coordinator, self.name, w.losses))
+                asker = RollbackAsker(self.outbox.send, coordinator, self.name, w.losses)
+                self.outbox.on_untracked_fail(asker)
+                for task in self.task_ids:
+                    obj = w.objs.get(task)
+                    if isinstance(obj, Adapter):
+                        obj.on_state_lost(asker.state_lost)
 
     def gauges(self) -> dict:
         g = super().gauges()

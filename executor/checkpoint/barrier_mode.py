@@ -26,7 +26,7 @@ import logging
 import time
 from typing import Any, Mapping
 
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, STATE_LOST
 from executor.serialization import CHECKPOINT_FAILED
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,11 @@ class RollbackAsker:
         log.info("bolt %s failed a tuple from task %s: asking for a rollback to the last checkpoint",
                  self._name, tup.source_task)
         self._send(self._coordinator, (CHECKPOINT_FAILED, tup.source_task))
+
+    def state_lost(self) -> None:
+        """A task of this executor found its committed state gone (protocol.restore_plan): the
+        checkpoint spout starts every task's state afresh."""
+        self._send(self._coordinator, (CHECKPOINT_FAILED, STATE_LOST))
 
 
 class WorkerLosses:

@@ -22,6 +22,7 @@ from executor.checkpoint.protocol import (
     PREPARE,
     ROLLBACK,
     Barrier,
+    StateLostError,
     checkpoint_input_tasks,
 )
 from executor.serialization import TupleColumn
@@ -58,10 +59,14 @@ class CheckpointHandler(Adapter):
         # last ALIGNMENTS_KEPT checkpoints (the UI's checkpoints table, /metrics).
         self._align_from: float | None = None
         self._alignments: deque = deque(maxlen=ALIGNMENTS_KEPT)
+        self._ask_reset = None  # exactly-once: tells the checkpoint spout this task's state is gone
 
     # ---- what the wrapped bolt needs from the executor ----
     def input_room(self) -> int:
         return self._inner.input_room()
+
+    def on_state_lost(self, ask) -> None:
+        self._ask_reset = ask
 
     def release_on_death(self) -> None:
         if isinstance(self._inner, Adapter):
@@ -174,8 +179,11 @@ class CheckpointHandler(Adapter):
         if action == PREPARE:
             since, self._align_from = self._align_from, None
             self._alignments.append(0.0 if since is None else round((time.monotonic() - since) * 1000, 3))
-        if self._last_txid is not None and txid < self._last_txid:
-            collector.ack(tup)  # an older transaction's straggler: nothing to do
+        if self._last_txid is not None and txid < self._last_txid and not (self.exactly_once and action == ROLLBACK):
+            # An older transaction's straggler: nothing to do (Storm's rule). Exactly-once, a
+            # ROLLBACK from every input is never one: the checkpoint spout went back (its record
+            # was lost with its worker), and every task follows it (protocol.restore_plan).
+            collector.ack(tup)
             return
         if self.exactly_once and action == PREPARE and not self._intact():
             log.info("bolt %s: PREPARE of txid %d failed: %s, so the topology rolls back what may be lost",
@@ -185,6 +193,12 @@ class CheckpointHandler(Adapter):
             return
         try:
             done = self.handle_checkpoint(tup, action, txid)
+        except StateLostError as exc:
+            log.warning("bolt %s: checkpoint %s of txid %d failed: %s", self._name(), action, txid, exc)
+            if self._ask_reset is not None:
+                self._ask_reset()
+            collector.fail(tup)
+            return
         except Exception as exc:
             log.error("bolt %s: checkpoint %s of txid %d failed: %s", self._name(), action, txid, exc)
             collector.fail(tup)

@@ -60,6 +60,31 @@ class TxState:
 
 INITIAL = TxState(-1, COMMITTED)
 
+# The task a CHECKPOINT_FAILED control row names when a task's committed state is gone: the
+# checkpoint spout then starts every task's state afresh (see restore_plan).
+STATE_LOST = -1
+
+# What an exactly-once task does with a ROLLBACK (restore_plan).
+RESTORE = "restore"  # back to its last commit: the normal rollback
+RESET = "reset"      # the checkpoint spout's record was lost: empty, as the rest of the topology
+LOST = "lost"        # its own committed state is gone: every task must start afresh
+BEHIND = "behind"    # a durable state ahead of the checkpoint spout's record: refused
+
+
+def restore_plan(durable: bool, committed: int | None, target: int) -> str:
+    """An exactly-once task's ROLLBACK to `target` (the last complete checkpoint's txid, -1 for
+    none) given its state's last committed txid. A provider that keeps nothing (`memory`) loses a
+    dead worker's part of the last checkpoint, the checkpoint spout's record among it: no
+    checkpoint can then be restored whole, so every task starts afresh (spouts from their
+    beginning), as if the topology were submitted again, rather than mixing survivors' state
+    with the lost part. A durable state never loses a commit; one ahead of the record is refused."""
+    if committed == target:
+        return RESTORE
+    if committed is not None and committed > target:
+        return BEHIND if durable else RESET
+    # Behind the last complete checkpoint (a restarted task's empty state: committed None).
+    return RESTORE if durable or (committed is None and target < 0) else LOST
+
 
 # A bolt's barrier alignment (a PREPARE's first copy to its last, ms) in its stats' gauges: the
 # last one, and the longest of the last ALIGNMENTS_KEPT (about a minute at the default interval).
@@ -113,6 +138,35 @@ def checkpoint_input_tasks(context) -> int:
     comp = context.topology.components[context.this_component_id]
     return sum(len(context.component_tasks(sub.source)) for sub in comp.inputs
                if sub.stream == CHECKPOINT_STREAM)
+
+
+class StateLostError(ClearError):
+    """An exactly-once task's committed state is gone (restore_plan's LOST): the step fails and
+    the checkpoint spout is asked to start every task's state afresh."""
+
+
+class StateAheadError(ClearError):
+    """A durable state committed past the checkpoint spout's record (restore_plan's BEHIND)."""
+
+
+def check_restore(where: str, state, target: int) -> str:
+    """restore_plan for `state`; raises StateLostError / StateAheadError naming `where`."""
+    plan = restore_plan(state.durable, state.committed_txid(), target)
+    if plan == LOST:
+        raise StateLostError(f"{where}: its committed state is gone (the state provider keeps nothing and its "
+                             f"worker started again after checkpoint {target}); every task starts afresh")
+    if plan == BEHIND:
+        raise StateAheadError(f"{where}: its state committed checkpoint {state.committed_txid()}, past the "
+                              f"checkpoint spout's record ({target}); was the record deleted?")
+    return plan
+
+
+def check_commit(where: str, state, txid: int) -> None:
+    """A COMMIT reaching a state that keeps nothing with nothing prepared and not this txid
+    committed: a restarted task's empty state, whose part of the checkpoint is gone."""
+    if not state.durable and state.prepared_txid() is None and state.committed_txid() != txid:
+        raise StateLostError(f"{where}: its state was not prepared for checkpoint {txid} (the state provider "
+                             f"keeps nothing and its worker started again); every task starts afresh")
 
 
 class CheckpointHookError(ClearError):

@@ -18,6 +18,7 @@ from executor.checkpoint.protocol import (
     COMMITTING,
     INITIAL,
     PREPARING,
+    STATE_LOST,
     TxState,
     state_namespace,
 )
@@ -56,6 +57,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._spout_tasks: list[int] = []
         self._rolled_back = False
         self._rollback_requested = False
+        self._reset_requested = False                  # a task's committed state is gone (STATE_LOST)
         self._retry_secs = 0.0                         # the back-off after failed steps (0: none)
         self._retry_at = 0.0
         # what the UI and metrics show (executor/checkpoint/stats.py reads them)
@@ -113,6 +115,16 @@ class CheckpointSpout(SpoutAdapter, Spout):
         if self._in_progress or (self._retry_secs and time.monotonic() < self._retry_at) or not self._try_open():
             return
         if self._recovering:
+            if self._reset_requested:
+                # Start every task's state afresh: the ROLLBACK to "nothing committed" that
+                # follows resets each (protocol.restore_plan), spouts from their beginning.
+                if not self._save(INITIAL):
+                    return
+                log.warning("checkpoint spout %s: a task's committed state is gone (the state provider keeps "
+                            "nothing); every task of the topology starts its state afresh", self._namespace)
+                self._reset_requested = False
+                self._rolled_back = False
+                self.last_committed_txid = None
             if self._exactly_once and not self._rolled_back and self._tx.state == COMMITTED:
                 # Roll back whatever was done since the last commit, not only a prepare.
                 if not self._save(TxState(self._tx.txid + 1, PREPARING)):
@@ -144,8 +156,11 @@ class CheckpointSpout(SpoutAdapter, Spout):
 
     def request_rollback(self, spout_task: int) -> None:
         """SpoutAdapter.request_rollback (exactly-once): a tuple tree of a stateful spout failed;
-        roll everything back once the step under way (if any) is over."""
-        if not self._rollback_requested:
+        roll everything back once the step under way (if any) is over. STATE_LOST: a task's
+        committed state is gone, and the rollback goes to nothing committed."""
+        if spout_task == STATE_LOST:
+            self._reset_requested = True
+        elif not self._rollback_requested:
             log.info("checkpoint spout %s: a tuple of task %d failed; rolling the topology back to txid %d",
                      self._namespace, spout_task, self._tx.txid if self._tx.state == COMMITTED else self._tx.txid - 1)
         self._rollback_requested = True

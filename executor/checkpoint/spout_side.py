@@ -11,17 +11,23 @@ import logging
 
 from executor.adapters import SpoutAdapter
 from executor.checkpoint.api import BaseStatefulSpout
+from executor.checkpoint.barrier_mode import coordinator_task
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_STREAM,
     COMMIT,
     INITSTATE,
     PREPARE,
+    RESET,
     ROLLBACK,
+    STATE_LOST,
+    StateLostError,
     call_hook,
+    check_commit,
+    check_restore,
     state_namespace,
 )
-from executor.serialization import ACKER_FAIL
+from executor.serialization import ACKER_FAIL, CHECKPOINT_FAILED
 from executor.tuple import Tuple
 
 log = logging.getLogger(__name__)
@@ -85,14 +91,18 @@ class StatefulSpoutAdapter(SpoutAdapter):
         elif action == COMMIT:
             if not self._open_state():
                 return False
+            check_commit(where, self.state, txid)
             call_hook(where, "pre_commit", user.pre_commit, txid)
             self.state.commit(txid)
         elif action == ROLLBACK:
             if not self._open_state():
                 return False
+            plan = check_restore(where, self.state, txid - 1)
             if self.initialized:
                 call_hook(where, "pre_rollback", user.pre_rollback)
             self.state.rollback()
+            if plan == RESET:  # from its beginning, as every task of the topology
+                self.state.reset()
             if self.initialized:  # rewind to the committed position
                 call_hook(self._where, "init_state", self.user.init_state, self.state)
         elif action == INITSTATE:
@@ -144,6 +154,11 @@ class SpoutBarriers:
         txid, action = tup.values
         try:
             done = ex.w.objs[task].handle_checkpoint(action, txid)
+        except StateLostError as exc:
+            log.warning("spout %s task %d: checkpoint %s of txid %d failed: %s", ex.component_id, task, action,
+                        txid, exc)
+            self._ask_reset(task)
+            done = False
         except Exception as exc:
             log.error("spout %s task %d: checkpoint %s of txid %d failed: %s", ex.component_id, task, action,
                       txid, exc)
@@ -166,6 +181,12 @@ class SpoutBarriers:
                 self._since[task] = self._empty(task)
             self.uncommitted -= sum(_size(done) for _txid, done in self._prepared.pop(task, ()))
         self._ack(tup, self._pass_on(task, tup))
+
+    def _ask_reset(self, task: int) -> None:
+        """Tell the checkpoint spout that this task's committed state is gone (STATE_LOST)."""
+        coordinator = coordinator_task(self.ex.w.contexts[task])
+        if coordinator is not None:
+            self.ex.outbox.send(coordinator, (CHECKPOINT_FAILED, STATE_LOST))
 
     def _ack_committed(self, task: int, txid: int) -> None:
         prepared = self._prepared.get(task)

@@ -15,7 +15,17 @@ import logging
 from executor.checkpoint.api import BaseStatefulBolt
 from executor.checkpoint.forwarder import CheckpointHandler
 from executor.checkpoint.opener import StateOpener
-from executor.checkpoint.protocol import COMMIT, INITSTATE, PREPARE, ROLLBACK, call_hook, state_namespace
+from executor.checkpoint.protocol import (
+    COMMIT,
+    INITSTATE,
+    PREPARE,
+    RESET,
+    ROLLBACK,
+    call_hook,
+    check_commit,
+    check_restore,
+    state_namespace,
+)
 from executor.errors import EmitError
 from executor.state.errors import StateUnavailableError
 from executor.tuple import DEFAULT_STREAM
@@ -149,6 +159,8 @@ class StatefulBoltAdapter(CheckpointHandler):
         elif action == COMMIT:
             if not self._open_state():
                 return False
+            if self.exactly_once:
+                check_commit(self._where(), self.state, txid)
             call_hook(self._where(), "pre_commit", user.pre_commit, txid)
             self.state.commit(txid)
             ack = self._collector.ack
@@ -158,8 +170,11 @@ class StatefulBoltAdapter(CheckpointHandler):
         elif action == ROLLBACK:
             if not self._open_state():
                 return False
+            plan = check_restore(self._where(), self.state, txid - 1) if self.exactly_once else None
             call_hook(self._where(), "pre_rollback", user.pre_rollback)
             self.state.rollback()
+            if plan == RESET:
+                self.state.reset()
             if self._window_checkpointed():
                 self._window.restore_from(self.state)
             if self.exactly_once:

@@ -80,6 +80,8 @@ class KeyValueState:
     # Whether the provider's hooks need the changes as msgpack bytes (the memory provider keeps
     # nothing behind the layers and does not).
     _stores_bytes = True
+    # Whether a commit outlives the task's process (the memory provider's does not).
+    durable = True
 
     def __init__(self, namespace: str, *, committed_txid: int | None = None,
                  prepared_txid: int | None = None, prepared: Mapping[bytes, bytes] | None = None,
@@ -278,6 +280,17 @@ class KeyValueState:
         self._pending, self._prepared, self._prepared_txid = {}, {}, None
         self._forget.clear()
         log.debug("state %r: rolled back to txid %s", self.namespace, self._committed_txid)
+
+    def reset(self) -> None:
+        """Empty, with nothing committed, as a newly opened state of a provider that keeps nothing
+        (the checkpoint spout's record of the commits was lost: see
+        executor/checkpoint/protocol.py, restore_plan). Only for a state that is not durable."""
+        if self.durable:
+            raise StateTransactionError(f"state {self.namespace!r}: a durable state is never reset")
+        self._pending, self._prepared, self._prepared_txid, self._committed_txid = {}, {}, None, None
+        self._cache, self._complete = {}, True
+        self._forget.clear()
+        log.info("state %r: reset (nothing committed)", self.namespace)
 
     def close(self) -> None:
         """Release the provider's connection (the state is not usable afterwards)."""

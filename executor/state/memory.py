@@ -12,6 +12,7 @@ class InMemoryKeyValueState(KeyValueState):
     state (complete from the start), and prepare/commit/rollback never fail."""
 
     _stores_bytes = False
+    durable = False
 
     def __init__(self, namespace: str):
         super().__init__(namespace, complete=True)

@@ -246,3 +246,54 @@ def test_exactly_once_table_holds_each_number_once_through_worker_kills(tmp_path
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"rows": N, "distinct": N, "min": 1, "max": N}, got
+
+
+def _memory_sums(records) -> tuple[int, int]:
+    """The committed (sum, count) over the sum tasks, from their records: per task, what the
+    PREPARE of its last committed txid captured (txids may start again after a reset)."""
+    total = [0, 0]
+    for task in {r["task"] for r in records.records("sum")}:
+        prepared: dict[int, tuple[int, int]] = {}
+        last = (0, 0)
+        for r in records.records("sum"):
+            if r["task"] != task:
+                continue
+            if r["kind"] == "prepared":
+                prepared[r["txid"]] = (r["sum"], r["count"])
+            elif r["kind"] == "committed" and r["txid"] in prepared:
+                last = prepared[r["txid"]]
+            elif r["kind"] == "init":  # a restarted task starts empty (memory provider)
+                prepared, last = {}, (r["sum"], r["count"])
+        total[0] += last[0]
+        total[1] += last[1]
+    return total[0], total[1]
+
+
+def test_exactly_once_in_memory_state_starts_afresh_when_a_worker_dies(tmp_path, shared_dev_cluster):
+    """The memory provider loses a dead worker's part of the last checkpoint: the topology starts
+    its state afresh everywhere (spouts from their beginning), as if submitted again, and
+    finishes with the exact sum instead of waiting for a checkpoint that cannot be restored.
+    First the checkpoint spout's worker (its record is lost: it starts over from no commit), then
+    the other (a restarted task finds its committed state gone and asks for the reset)."""
+    name = "eomem"
+    exact = (N * (N + 1) // 2, N)
+    with _dev_harness(tmp_path, shared_dev_cluster) as (dev, harness):
+        run = harness.submit("exactly_once_sum.py", name, {**RUN, "topology.state.provider": "memory"})
+        storm_id = harness.storm_ids[name]
+        run.wait(lambda: len(run.results.records("sum", "committed")) >= 6, "a few checkpoints committed")
+        coordinator = {int(e["port"]) for e in harness.topology_details(name)["executors"]
+                       if e["component"] == "$checkpointspout" and e.get("port") is not None}
+        assert len(coordinator) == 1, coordinator
+        ports = sorted(dev.worker_pids(storm_id), key=lambda port: port not in coordinator)
+        assert len(ports) == 2, ports
+        for port in ports:
+            pid = dev.worker_pids(storm_id)[port]
+            dev.kill_worker(port)
+            killed_at = time.monotonic_ns()
+            run.wait(lambda k=killed_at: {r["task"] for r in run.results.records("sum", "committed") if r["t"] > k}
+                     == {r["task"] for r in run.results.records("sum", "start")},
+                     f"every sum task committing again after worker {pid} (port {port}) was killed")
+        wait_until(lambda: _memory_sums(run.results) == exact, DEADLINE,
+                   lambda: f"{name}: the exact sum committed after both kills: {_memory_sums(run.results)} of "
+                           f"{exact}\n{harness.describe(name)}", interval=1.0)
+        harness.kill(name)

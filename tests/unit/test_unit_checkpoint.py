@@ -348,3 +348,56 @@ def test_a_spouts_tuples_are_pending_until_the_checkpoint_after_them_commits(wan
     b.emitted(1, 5, "default")
     b.on_barrier(1, _Step(2, ROLLBACK))
     assert b.uncommitted == 0
+
+
+@pytest.mark.parametrize("durable, committed, target, plan", [
+    (False, 4, 4, "restore"),    # the normal rollback, memory or durable
+    (True, 4, 4, "restore"),
+    (False, None, -1, "restore"),  # a topology's start: nothing committed anywhere
+    (True, None, -1, "restore"),
+    (False, None, 4, "lost"),    # a restarted task's empty memory state: its part of checkpoint 4 is gone
+    (True, None, 4, "restore"),  # durable: a task with nothing committed yet has nothing to lose
+    (False, 7, -1, "reset"),     # the checkpoint spout's record was lost with its worker: start afresh
+    (True, 7, -1, "behind"),     # a durable state ahead of the record: refused, never wiped
+    (False, 2, 4, "lost"),
+])
+def test_restore_plan_of_an_exactly_once_rollback(durable, committed, target, plan):
+    from executor.checkpoint.protocol import restore_plan
+
+    assert restore_plan(durable, committed, target) == plan
+
+
+def test_exactly_once_a_rollback_older_than_the_last_txid_is_followed_not_ignored():
+    # The checkpoint spout's worker died with the memory provider: it starts again from txid -1
+    # and rolls back to it; a bolt at txid 12 passes the ROLLBACK on (Storm's mode ignores it).
+    fw, c = _forwarder(True)
+    fw.execute_batch([_cp(1, PREPARE, 12), _cp(2, PREPARE, 12), _cp(1, COMMIT, 12), _cp(2, COMMIT, 12)])
+    c.events.clear()
+    fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0), _cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1),
+                      _cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
+    assert [e[2] for e in c.events if e[0] == "emit"] == [[0, ROLLBACK], [-1, INITSTATE], [0, PREPARE]]
+    fw, c = _forwarder(False)
+    fw.execute_batch([_cp(1, PREPARE, 12), _cp(2, PREPARE, 12), _cp(1, COMMIT, 12), _cp(2, COMMIT, 12)])
+    c.events.clear()
+    fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0)])
+    assert [e for e in c.events if e[0] == "emit"] == []
+
+
+def test_a_memory_state_reset_is_empty_with_nothing_committed_and_a_durable_one_refuses():
+    from executor.state.errors import StateTransactionError
+    from executor.state.kv import KeyValueState
+    from executor.state.memory import InMemoryKeyValueState
+
+    s = InMemoryKeyValueState("t/c-1")
+    s.put("sum", 10)
+    s.prepare_commit(3)
+    s.commit(3)
+    s.put("sum", 11)
+    s.reset()
+    assert (s.get("sum"), s.keys(), s.committed_txid(), s.prepared_txid()) == (None, [], None, None)
+    s.put("sum", 1)
+    s.prepare_commit(0)
+    s.commit(0)
+    assert (s.get("sum"), s.committed_txid()) == (1, 0)
+    with pytest.raises(StateTransactionError, match="durable"):
+        KeyValueState("t/c-2").reset()
