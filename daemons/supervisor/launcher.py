@@ -186,13 +186,45 @@ def read_log_tail(path: Path, max_bytes: int, start: int = 0) -> tuple[bytes, bo
         return b"", False
 
 
+def descendants(pid: int) -> list[int]:
+    """The pids under `pid`, from Linux's /proc/PID/task/TID/children: it reads only the tree's
+    own entries, where psutil's children() reads every process of the machine (the supervisor
+    samples each worker's tree several times a second). A process may fork or exit meanwhile:
+    the next sample sees it. Without those files (a kernel built without them): psutil's way."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue  # exited meanwhile
+        for tid in tids:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except FileNotFoundError:
+                if not os.path.exists(f"/proc/{parent}/task/{tid}"):
+                    continue  # the thread ended meanwhile
+                return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+            except OSError:
+                continue
+            out.extend(kids)
+            todo.extend(kids)
+    return out
+
+
 def tree_rss(record: WorkerRecord) -> int | None:
     """Resident bytes of the worker's process and its descendants (a Spark JVM, subprocesses)."""
     if record.pid is None:
         return None
     try:
-        proc = psutil.Process(record.pid)
-        procs = [proc, *proc.children(recursive=True)]
+        procs = [psutil.Process(record.pid)]
+        procs.extend(psutil.Process(pid) for pid in descendants(record.pid))
+    except psutil.NoSuchProcess as exc:
+        if exc.pid == record.pid:
+            return None
+        procs = [procs[0]]  # a child exited meanwhile: counted at the next sample
     except psutil.Error:
         return None
     total = 0
