@@ -210,6 +210,9 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._failed_step()
         if not self._recovering:
             log.info("checkpoint spout %s: txid %r failed at %s; recovering", self._namespace, msg_id, self._tx)
+        else:  # with the back-off, at most one line per retry (the stall diagnosis points here)
+            log.info("checkpoint spout %s: recovery step of txid %r failed at %s; tried again in %.1f s",
+                     self._namespace, msg_id, self._tx, self._retry_secs)
         self._start_recovery()
 
     def _save(self, tx: TxState) -> bool:

@@ -25,8 +25,9 @@ def checkpoint_stall(name: str, conf: Mapping[str, Any], launched_at: float, now
     last = "none yet" if at is None else f"the last was txid {figures.get('last_committed_txid')}"
     rollbacks = int(figures.get("rollbacks") or 0)
     if figures.get("recovering"):
-        why = ("it keeps rolling back: a step fails every time it is tried (the components' last errors say "
-               "which: an unreachable state provider, a hook that raises)")
+        why = ("it keeps rolling back: a recovery step fails every time it is tried (the components' last errors "
+               "say which: an unreachable state provider, a hook that raises) or never completes (a task that does "
+               "not pass it on; it times out after topology.message.timeout.secs, the workers' logs say where)")
     else:
         why = ("a checkpoint step is not completing: a task does not pass it on (a lost worker, a bolt stuck in "
                "execute); it fails after topology.message.timeout.secs and the topology rolls back")
