@@ -207,7 +207,7 @@ class SharedRunner:
                 if self._joining:
                     self._take_joining()
                 busy = blocked = False
-                for m in tuple(self.executors):  # a copy: a dead one is dropped from the list
+                for m in (*self.executors, *self._io):
                     with lock:
                         self._current = m
                         self._step_started = monotonic()
@@ -223,17 +223,9 @@ class SharedRunner:
                     elif r == BLOCKED:
                         blocked = True
                     elif r == DONE:
-                        self._drop(self.executors, m)
-                # The watchdog never hands an I/O part over (it only looks at executors' steps):
-                # their steps need no bookkeeping for it.
-                for m in tuple(self._io):
-                    r = m.run_step()
-                    if r == BUSY:
-                        busy = True
-                    elif r == BLOCKED:
-                        blocked = True
-                    elif r == DONE:
-                        self._drop(self._io, m)
+                        (self.executors if m in self.executors else self._io).remove(m)
+                        self._watched = None
+                        m.finish()
                 if busy:
                     idle = bp = 0
                 elif blocked:  # waiting for another thread (a peer's transfer, a dedicated executor)
@@ -246,11 +238,6 @@ class SharedRunner:
                 self._take_joining()
                 for m in (*self.executors, *self._io):
                     m.finish()
-
-    def _drop(self, members: list, m: Member) -> None:
-        members.remove(m)
-        self._watched = None
-        m.finish()
 
     def _sleep(self, timeout: float) -> None:
         """The idle wait: until input (a publish into a member's queue; with the receive among

@@ -219,18 +219,13 @@ def tree_rss(record: WorkerRecord) -> int | None:
     if record.pid is None:
         return None
     try:
-        procs = [psutil.Process(record.pid)]
-        procs.extend(psutil.Process(pid) for pid in descendants(record.pid))
-    except psutil.NoSuchProcess as exc:
-        if exc.pid == record.pid:
-            return None
-        procs = [procs[0]]  # a child exited meanwhile: counted at the next sample
+        total = psutil.Process(record.pid).memory_info().rss
+        pids = descendants(record.pid)
     except psutil.Error:
         return None
-    total = 0
-    for p in procs:
+    for pid in pids:
         try:
-            total += p.memory_info().rss
+            total += psutil.Process(pid).memory_info().rss
         except psutil.Error:
             continue  # exited meanwhile
     return total

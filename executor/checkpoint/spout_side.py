@@ -11,7 +11,7 @@ import logging
 
 from executor.adapters import SpoutAdapter
 from executor.checkpoint.api import BaseStatefulSpout
-from executor.checkpoint.barrier_mode import coordinator_task
+from executor.checkpoint.barrier_mode import RollbackAsker, coordinator_task
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_STREAM,
@@ -20,14 +20,13 @@ from executor.checkpoint.protocol import (
     PREPARE,
     RESET,
     ROLLBACK,
-    STATE_LOST,
     StateLostError,
     call_hook,
     check_commit,
     check_restore,
     state_namespace,
 )
-from executor.serialization import ACKER_FAIL, CHECKPOINT_FAILED
+from executor.serialization import ACKER_FAIL
 from executor.tuple import Tuple
 
 log = logging.getLogger(__name__)
@@ -183,10 +182,11 @@ class SpoutBarriers:
         self._ack(tup, self._pass_on(task, tup))
 
     def _ask_reset(self, task: int) -> None:
-        """Tell the checkpoint spout that this task's committed state is gone (STATE_LOST)."""
+        """Tell the checkpoint spout that this task's committed state is gone (rare: asked for
+        when it happens, through the bolts' own messenger)."""
         coordinator = coordinator_task(self.ex.w.contexts[task])
         if coordinator is not None:
-            self.ex.outbox.send(coordinator, (CHECKPOINT_FAILED, STATE_LOST))
+            RollbackAsker(self.ex.outbox.send, coordinator, self.ex.name).state_lost()
 
     def _ack_committed(self, task: int, txid: int) -> None:
         prepared = self._prepared.get(task)
