@@ -175,6 +175,13 @@ def _absolute_path(value: str) -> str | None:
     return None if value.startswith("/") else "must be an absolute path (starting with '/')"
 
 
+def spark_remote_problem(value: str) -> str | None:
+    """A Spark Connect URL `sc://host[:port][/;param=value...]`: None when well formed."""
+    if not value.startswith("sc://"):
+        return "must be a Spark Connect URL starting with 'sc://' (e.g. sc://127.0.0.1:15002)"
+    return host_problem(value[len("sc://"):].split("/", 1)[0])
+
+
 def _gc_thresholds(value: list) -> str | None:
     return None if 1 <= len(value) <= 3 else "must list 1 to 3 thresholds (generation 0, 1, 2)"
 
@@ -328,6 +335,8 @@ SCHEMA: dict[str, Rule] = {
     "topology.state.exactly.once": Rule("bool"),
     # Spark sink
     "spark.master": _str(),
+    "spark.remote": Rule("str", nullable=True, check=spark_remote_problem,
+                         describe_as="a Spark Connect URL (sc://HOST:PORT)"),
     "sink.compaction.enabled": Rule("bool"),
     "sink.compaction.min.batches": _int(2),
     "sink.compaction.target.mb": Rule("number", minimum=0, exclusive_min=True),

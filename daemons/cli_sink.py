@@ -55,6 +55,7 @@ def _spark_on(table, conf, doing: str):
         SparkStartError,
         _build_session,
         _existing_session,
+        describe_spark,
         quiet_reader_settings,
     )
     from executor.sinks.spark import describe_read_error
@@ -65,7 +66,7 @@ def _spark_on(table, conf, doing: str):
     try:
         if owned:
             settings = quiet_reader_settings(conf)
-            _progress(f"starting Spark (master {settings['spark.master']}) to {doing} {table}")
+            _progress(f"starting Spark ({describe_spark(settings)}) to {doing} {table}")
             spark = _build_session(settings)
         yield spark
     except SparkStartError as exc:

@@ -38,6 +38,7 @@ for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
 
 from redis_fixture import *  # noqa: E402,F401,F403
 from shared_clusters import *  # noqa: E402,F401,F403
+from spark_connect_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
 

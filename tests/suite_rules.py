@@ -7,9 +7,11 @@ start no process and take no test longer than a few seconds. So:
   `redis` or `browser` is also `cluster` (it starts a server or a browser);
 - a test that starts a process (subprocess, fork, posix_spawn) while carrying none of
   PROCESS_MARKS fails, naming the command: mark it (or the fixture that starts it);
-- a test of the fast tier (none of PROCESS_MARKS) whose own body ran longer than SLOW_SECS
-  fails, asking for the marker. This is a check of the markers, not of the code's speed: the
-  limit is far above what any of them takes, and a test near it belongs among the slow ones.
+- a test of the fast tier (none of PROCESS_MARKS) whose own body used more than SLOW_SECS of
+  CPU, or ran longer than WAIT_SECS, fails, asking for the marker. This is a check of the
+  markers, not of the code's speed: the limits are far above what any of them takes, and a test
+  near them belongs among the slow ones. CPU, not wall time, because a parallel run on a loaded
+  machine stretches the wall time (a 3 s test took 16 s in one CI run) but not the CPU.
   A test already outside the fast tier (zk, spark, cluster) is not timed: its time depends on the
   processes it starts and the machine's load (a ZooKeeper restart took 14.6 s in one CI run), and
   the tier it is in does not promise seconds.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from typing import Any
 
 import pytest
@@ -28,14 +31,15 @@ PROCESS_MARKS = ("zk", "spark", "cluster", "slow")
 # Fixture -> the markers a test using it carries, even when its module forgot them.
 FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "zk_server": ("zk",), "zk_conf": ("zk",), "zk_admin": ("zk",), "zk_server_factory": ("zk",),
-    "spark": ("spark",),
+    "spark": ("spark",), "spark_remote": ("spark",),
     "redis_server": ("redis",), "redis_server_factory": ("redis",),
     "shared_dev_cluster": ("zk", "cluster"), "secured_dev_cluster": ("zk", "cluster"),
     "shared_dev_clusters": ("zk", "cluster"),
 }
 # Markers that imply `cluster`: their tests start a server or a browser.
 IMPLY_CLUSTER = ("redis", "browser")
-SLOW_SECS = 10.0
+SLOW_SECS = 10.0   # CPU seconds of the test's body
+WAIT_SECS = 60.0   # wall seconds: a fast-tier test that mostly waits is slow too
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -97,6 +101,14 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 
 _STARTED = pytest.StashKey[list]()
+_CPU = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    t0 = time.process_time()
+    yield
+    item.stash[_CPU] = time.process_time() - t0
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -112,9 +124,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                    f"{', '.join(PROCESS_MARKS)}: the fast tier must start none (mark the test, its module, "
                    f"or the fixture in tests/suite_rules.py FIXTURE_MARKS)")
         started.clear()  # reported once
-    elif report.when == "call" and report.duration > SLOW_SECS and not _marked_for_processes(item):
-        problem = (f"took {report.duration:.1f}s but is not marked slow (the fast tier keeps tests under "
-                   f"{SLOW_SECS:g}s): mark it @pytest.mark.slow")
+    elif report.when == "call" and not _marked_for_processes(item) and (
+            item.stash.get(_CPU, 0.0) > SLOW_SECS or report.duration > WAIT_SECS):
+        problem = (f"used {item.stash.get(_CPU, 0.0):.1f} CPU-s in {report.duration:.1f}s but is not marked slow "
+                   f"(the fast tier keeps tests under {SLOW_SECS:g} CPU-s and {WAIT_SECS:g}s): "
+                   f"mark it @pytest.mark.slow")
     if problem:
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid} {problem}"

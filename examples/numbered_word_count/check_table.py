@@ -71,10 +71,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table")
     ap.add_argument("--messages", type=int, required=True)
+    ap.add_argument("--spark-remote", metavar="sc://HOST:PORT",
+                    help="read through this Spark Connect server instead of a Spark of its own")
     args = ap.parse_args()
     spark = None
     try:
-        spark = reader_session()
+        spark = reader_session({"spark.remote": args.spark_remote} if args.spark_remote else None)
         # Spark's default of 200 shuffle partitions costs more than the work on one local core.
         spark.conf.set("spark.sql.shuffle.partitions", "4")
         result = check(args.table, args.messages, spark)

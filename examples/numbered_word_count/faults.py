@@ -213,11 +213,13 @@ class NumberedRun:
         return fault.recovered_secs
 
     def check_table(self, timeout: float = 600) -> dict[str, Any]:
-        """check_table.py's verdict on the table (a Spark of its own, in a subprocess)."""
+        """check_table.py's verdict on the table (in a subprocess: a Spark of its own, or the run's
+        spark.remote server)."""
         import json
 
+        remote = ["--spark-remote", self.conf["spark.remote"]] if self.conf.get("spark.remote") else []
         out = subprocess.run([sys.executable, str(HERE / "check_table.py"), str(self.table), "--messages",
-                              str(self.messages)], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+                              str(self.messages), *remote], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
         if out.returncode not in (0, 1):
             raise RuntimeError(f"check_table.py exited {out.returncode}: {out.stderr.strip()[-2000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])

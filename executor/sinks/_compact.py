@@ -139,7 +139,7 @@ def _merge(spark, table: Path, meta: dict[str, Any], policy: Policy, force: bool
         df = entries_frame(spark, table, meta, chosen)
         batches = {b: n for e in chosen for b, n in e.batches.items()}
         pause("read")
-        writer = df.coalesce(1).write.format(meta["format"]).mode("errorifexists") \
+        writer = df.coalesce(1).write.format(meta["format"]).mode("error") \
             .options(**L.format_options(meta["format"]), **PARQUET_CHECKSUMS)
         if meta.get("partition_by"):
             writer = writer.partitionBy(*meta["partition_by"])

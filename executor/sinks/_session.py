@@ -2,7 +2,9 @@
 
 The session is created on first use from the topology config (`spark.master`, default
 `local[1]`, plus every other `spark.*` key), reference-counted by the sink tasks using it, and
-stopped when the last one releases it. A session that existed before (one the user or a test
+stopped when the last one releases it. With `spark.remote` (a Spark Connect URL, typically in
+each host's storm.yaml) the session is a client of that server instead: no JVM in the worker,
+one Spark for every worker of the host (docs/operations.md, "One Spark per host"). A session that existed before (one the user or a test
 created, or one handed over with `use_session`) is used but never stopped here: whoever made
 it owns it.
 
@@ -35,7 +37,7 @@ class SparkStartError(RuntimeError):
 # grab port 4040+), Spark's console progress bar would scribble over the worker's stderr, and
 # adaptive query execution only adds planning work to the sink's one-stage writes (~20% of the
 # JVM CPU a small write costs).
-_QUIET_DEFAULTS = {
+QUIET_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "false",
@@ -44,9 +46,36 @@ _QUIET_DEFAULTS = {
 }
 
 
+REMOTE = "spark.remote"
+
+# How long a Spark Connect client keeps retrying a server that does not answer (a restart takes
+# ~20-30 s) before the call fails: backoffs 0.05, 0.2, 0.8, 3.2, 12.8 s, then 20 s each, ~77 s
+# in all. PySpark's default waits at least 10 minutes, which would hold a worker's sink (and
+# its `prepare`) that long on a wrong URL.
+_CONNECT_RETRY = {"max_retries": 8, "max_backoff": 20_000}
+
+
+def connect_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """The settings a Spark Connect client can apply to its own session: the URL and the SQL
+    runtime keys. The rest (master, UI, memory, Hadoop keys, JVM options) are the server's: it
+    was started with them, and a client setting them would only get warnings."""
+    out = {REMOTE: settings[REMOTE]}
+    out.update((k, v) for k, v in settings.items()
+               if k.startswith("spark.sql.") and k != "spark.sql.warehouse.dir")
+    return out
+
+
+def describe_spark(settings: Mapping[str, str]) -> str:
+    """Where the Spark of these settings runs, for messages: 'master local[1]' or the server."""
+    if settings.get(REMOTE):
+        return f"Spark Connect server {settings[REMOTE]}"
+    return f"master {settings.get('spark.master', DEFAULT_MASTER)}"
+
+
 def spark_settings(conf: Mapping[str, Any]) -> dict[str, str]:
-    """The Spark settings a worker with topology config `conf` uses, as strings."""
-    out = dict(_QUIET_DEFAULTS)
+    """The Spark settings a worker with topology config `conf` uses, as strings; with
+    `spark.remote` set, only those a Spark Connect client applies (connect_settings)."""
+    out = dict(QUIET_DEFAULTS)
     out["spark.master"] = DEFAULT_MASTER
     name = conf.get("topology.name")
     out["spark.app.name"] = f"storm-py-{name}" if name else "storm-py"
@@ -57,7 +86,7 @@ def spark_settings(conf: Mapping[str, Any]) -> dict[str, str]:
         if isinstance(key, str) and key.startswith("spark.") and value is not None:
             # Spark reads every setting as a string; YAML booleans must become "true"/"false".
             out[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
+    return connect_settings(out) if out.get(REMOTE) else out
 
 
 _QUIET_LOG4J = """\
@@ -90,11 +119,15 @@ def quiet_reader_settings(conf: Mapping[str, Any]) -> dict[str, str]:
     """spark_settings(conf) for a session that only reads, with the JVM's log off from its start
     (spark.log.level alone applies only after the startup messages) and few shuffle partitions
     on a local master (unless the config sets them)."""
-    out = {**spark_settings(conf), "spark.log.level": "FATAL"}
-    partitions = reader_shuffle_partitions(out["spark.master"])
+    out = spark_settings(conf)
+    remote = bool(out.get(REMOTE))
+    if not remote:
+        out["spark.log.level"] = "FATAL"  # (a server's log is its own)
+    # A Spark Connect server serves the host it runs on (docs/operations.md): sized as local[*].
+    partitions = reader_shuffle_partitions("local[*]" if remote else out["spark.master"])
     if partitions is not None:
         out.setdefault("spark.sql.shuffle.partitions", str(partitions))
-    if "spark.driver.extraJavaOptions" not in out:
+    if "spark.driver.extraJavaOptions" not in out and not remote:
         path = os.path.join(tempfile.gettempdir(), f"storm-py-log4j2-quiet-{os.getuid()}.properties")
         try:
             with open(path, "w", encoding="ascii") as f:
@@ -156,8 +189,63 @@ def java_problem(env: Mapping[str, str] | None = None) -> str | None:
     return problem
 
 
+def connect_client_problem() -> str | None:
+    """Why PySpark's Spark Connect client cannot load here (a phrase), or None."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            # PySpark warns of its pandas support on import; the sink never uses pandas.
+            warnings.simplefilter("ignore", FutureWarning)
+            from pyspark.sql.connect.utils import check_dependencies
+
+            check_dependencies()
+    except ImportError as exc:  # PySparkImportError is one
+        return (f"spark.remote is set, but PySpark's Spark Connect client cannot load ({summarize_error(exc)}); "
+                f"install it with: pip install 'storm-py[spark-connect]'")
+    return None
+
+
+def _connect_session(settings: Mapping[str, str]):
+    """A Spark Connect session on the server `settings` names, checked with one call."""
+    url = settings[REMOTE]
+    problem = connect_client_problem()
+    if problem:
+        raise SparkStartError(problem)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(url)
+    for key, value in settings.items():
+        if key != REMOTE:
+            builder = builder.config(key, value)
+    try:
+        session = builder.create()
+        _bound_retries(session)
+        session.version  # noqa: B018 (the first call to the server: fails now if there is none)
+    except Exception as exc:  # gRPC and PySpark errors share no base class
+        log.debug("Spark Connect session on %s failed", url, exc_info=True)
+        raise SparkStartError(f"cannot use the Spark Connect server {url}: {summarize_error(exc)}") from None
+    return session
+
+
+def _bound_retries(session) -> None:
+    try:
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(**_CONNECT_RETRY)])
+    except (ImportError, AttributeError, TypeError):  # a PySpark without this seam: its default
+        log.debug("cannot bound Spark Connect retries; PySpark's default applies", exc_info=True)
+
+
+def is_remote(session) -> bool:
+    """Whether `session` is a Spark Connect client (not a JVM of this process)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
 def _build_session(settings: Mapping[str, str]):
     """Start a SparkSession; SparkStartError (one line) when Java is missing or the start fails."""
+    if settings.get(REMOTE):
+        return _connect_session(settings)
     problem = java_problem()
     if problem:
         raise SparkStartError(problem)
@@ -170,7 +258,7 @@ def _build_session(settings: Mapping[str, str]):
         return builder.getOrCreate()
     except Exception as exc:  # py4j and PySpark errors share no base class
         log.debug("SparkSession start failed", exc_info=True)
-        raise SparkStartError(f"starting Spark (master {settings.get('spark.master')}) failed: "
+        raise SparkStartError(f"starting Spark ({describe_spark(settings)}) failed: "
                               f"{summarize_error(exc)}") from None
 
 
@@ -196,6 +284,7 @@ class SparkSessionHolder:
         self._session = None
         self._owned = False
         self._external = None
+        self._conf: dict[str, Any] = {}
         self._refs = 0
 
     @property
@@ -216,21 +305,50 @@ class SparkSessionHolder:
         """Return the process's session, creating it from `conf` on first use. Pair with release()."""
         with self._lock:
             if self._session is None:
-                if self._external is not None:
-                    self._session, self._owned = self._external, False
-                else:
-                    found = self._existing()
-                    if found is not None:
-                        log.info("Spark sink: using the SparkSession this process already has")
-                        self._session, self._owned = found, False
-                    else:
-                        settings = spark_settings(conf)
-                        log.info("Spark sink: starting a SparkSession (master %s)", settings["spark.master"])
-                        # Held under the lock on purpose: other sink tasks of this worker wait for
-                        # the one session instead of racing to start JVMs of their own.
-                        self._session, self._owned = self._build(settings), True
+                self._conf = dict(conf)
             self._refs += 1
-            return self._session
+            try:
+                return self._current()
+            except BaseException:
+                self._refs -= 1
+                raise
+
+    def current(self):
+        """The session of the tasks holding a reference: connected again after renew()."""
+        with self._lock:
+            return self._current()
+
+    def _current(self):
+        if self._session is None:
+            if self._external is not None:
+                self._session, self._owned = self._external, False
+            else:
+                found = self._existing()
+                if found is not None:
+                    log.info("Spark sink: using the SparkSession this process already has")
+                    self._session, self._owned = found, False
+                else:
+                    settings = spark_settings(self._conf)
+                    log.info("Spark sink: starting a SparkSession (%s)", describe_spark(settings))
+                    # Held under the lock on purpose: other sink tasks of this worker wait for
+                    # the one session instead of racing to start JVMs of their own.
+                    self._session, self._owned = self._build(settings), True
+        return self._session
+
+    def renew(self, failed) -> bool:
+        """After a call on `failed` raised: when it is a Spark Connect session this holder made,
+        drop it so the next current() connects again (a restarted server knows no old
+        session, and the client never recovers one). True when dropped."""
+        with self._lock:
+            if failed is None or failed is not self._session or not self._owned or not is_remote(failed):
+                return False
+            self._session, self._owned = None, False
+        log.warning("Spark sink: a call to the Spark Connect server failed; the next one connects again")
+        try:
+            failed.stop()
+        except Exception:  # the server may be gone; nothing to release then
+            log.debug("stopping the failed Spark Connect session", exc_info=True)
+        return True
 
     def release(self) -> None:
         """Drop one reference; stop the session when the last goes and this holder created it."""

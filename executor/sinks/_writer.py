@@ -167,7 +167,7 @@ class TableWriter:
         self.ids = L.BatchIds(self.owner)
         self.staging = L.Staging(table, self.owner)
         self.schema = None  # the user columns' StructType, fixed by the table metadata
-        self._spark = None
+        self._holding = False  # a reference on the holder's session
         self._opened = False
         self._schema_checked = False
         self._json_columns: str | None = None
@@ -201,9 +201,11 @@ class TableWriter:
         self.compactor.start()
 
     def session(self):
-        if self._spark is None:
-            self._spark = self.holder.acquire(self.conf)
-        return self._spark
+        if not self._holding:
+            spark = self.holder.acquire(self.conf)
+            self._holding = True
+            return spark
+        return self.holder.current()
 
     def prepare(self) -> None:
         """Check that the table is usable and start Spark, before any tuple is taken: raises
@@ -218,8 +220,8 @@ class TableWriter:
     def close(self) -> None:
         self.compactor.stop()  # before the session it uses is released
         self.staging.close()
-        if self._spark is not None:
-            self._spark = None
+        if self._holding:
+            self._holding = False
             self.holder.release()
 
     # ---- schema ----
@@ -292,7 +294,11 @@ class TableWriter:
             if self._json_columns is not None:
                 source.write_text(encode_batch(good, written_at.isoformat()), encoding="ascii")
             t1 = self._phase("prepare", t0, clock())
-            self._spark_write(spark, good, source, staged, written_at)
+            try:
+                self._spark_write(spark, good, source, staged, written_at)
+            except Exception:
+                self.holder.renew(spark)  # a Spark Connect session connects again for the next batch
+                raise
             manifest = write_manifest(staged, len(good))
             self._phase("spark_write", t1, clock())
         except BaseException:
@@ -349,7 +355,7 @@ class TableWriter:
             stamp = written_at.strftime("%Y-%m-%d %H:%M:%S.%f")
             df = spark.createDataFrame(rows, self.schema, verifySchema=False).selectExpr(
                 "*", f"TIMESTAMP'{stamp}+00:00' AS {L.WRITTEN_AT_COLUMN}", task).coalesce(1)
-        writer = df.write.format(self.format).mode("errorifexists").options(**options, **PARQUET_CHECKSUMS)
+        writer = df.write.format(self.format).mode("error").options(**options, **PARQUET_CHECKSUMS)
         if self.partition_by:
             writer = writer.partitionBy(*self.partition_by)
         writer.save(uri)

@@ -82,7 +82,7 @@ import os
 import queue
 import shutil
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from executor.components import Bolt
 from executor.sinks import _layout as L
@@ -490,12 +490,13 @@ class SparkSinkBolt(Bolt):
 
 # ---- reading ----
 
-def reader_session():
-    """This process's SparkSession, or a new quiet local one (the caller may stop it)."""
+def reader_session(conf: Mapping[str, Any] | None = None):
+    """This process's SparkSession, or a new quiet one from `conf`'s spark.* keys (local, or a
+    client of `spark.remote`'s server); the caller may stop it."""
     from executor.sinks._session import _build_session, _existing_session, quiet_reader_settings
 
     # Quiet: a failed read raises in Python; Spark's own ERROR log would print the trace again.
-    return _existing_session() or _build_session(quiet_reader_settings({}))
+    return _existing_session() or _build_session(quiet_reader_settings(conf or {}))
 
 
 def dedupe_frame(df, keys: Iterable[str]):

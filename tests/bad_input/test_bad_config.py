@@ -47,6 +47,8 @@ OUT_OF_RANGE = [
     ("storm.zookeeper.root", "storm"),
     ("storm.zookeeper.servers", "[]"),
     ("nimbus.seeds", "[]"),
+    ("spark.remote", "http://127.0.0.1:15002"),
+    ("spark.remote", "'sc://'"),
 ]
 
 WRONG_TYPE = [

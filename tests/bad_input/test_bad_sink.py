@@ -317,21 +317,24 @@ def test_prepare_without_a_usable_java_fails_with_one_line(tmp_path):
     assert not table.exists()  # checked before anything is created
 
 
-# ---- sink show and top_words.py on a table damaged inside a page: their own JVM each ----
+# ---- sink show and top_words.py on a table damaged inside a page: their own JVM, or a server ----
 
 def _quiet_run(args, tmp_path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=200)
 
 
-@pytest.mark.parametrize("tool", ["sink show", "top_words.py"])
-def test_tools_on_a_page_damaged_table_print_one_error_line(pristine, tmp_path, tool):
+@pytest.mark.parametrize("tool", ["sink show", "top_words.py", "sink show through Spark Connect"])
+def test_tools_on_a_page_damaged_table_print_one_error_line(pristine, tmp_path, tool, request):
     table = copy_table(pristine, tmp_path / "t")
     part = part_file(table, 0)
     alter_value(part, b"VALUE-00007", b"VALUE-00107")
     crc_file(part).unlink()
     if tool == "sink show":
         args = [sys.executable, "-m", "daemons.cli", "sink", "show", str(table)]
+    elif tool.endswith("Spark Connect"):  # the error comes back through gRPC from the server's JVM
+        remote = request.getfixturevalue("spark_remote")["spark.remote"]
+        args = [sys.executable, "-m", "daemons.cli", "sink", "show", str(table), "-c", f"spark.remote={remote}"]
     else:
         args = [sys.executable, str(REPO / "examples" / "word_count" / "top_words.py"), str(table)]
     proc = _quiet_run(args, tmp_path)

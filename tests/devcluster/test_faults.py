@@ -36,11 +36,11 @@ RUN_CONF = {"numbered.rate": 250, "topology.message.timeout.secs": 10}
 @pytest.mark.cluster
 @pytest.mark.spark
 @pytest.mark.slow
-def test_numbered_word_count_survives_faults(tmp_path):
+def test_numbered_word_count_survives_faults(tmp_path, spark_remote):
     if shutil.which("java") is None:
         pytest.skip("the dev cluster needs Java and the Debian zookeeper package")
     dev = DevCluster(tmp_path / "dev", supervisors=2, slots=2, user_conf=FAST)
-    run = NumberedRun(dev, tmp_path / "run", MESSAGES, conf=RUN_CONF)
+    run = NumberedRun(dev, tmp_path / "run", MESSAGES, conf={**RUN_CONF, **spark_remote})
     try:
         dev.start()
         run.submit()

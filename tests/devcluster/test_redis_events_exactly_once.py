@@ -49,7 +49,8 @@ def _worker_pids(cluster, storm_id: str) -> list[int]:
     return sorted(cluster.worker_pids(storm_id).values())
 
 
-def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path, shared_dev_cluster, redis_server):
+def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path, shared_dev_cluster, redis_server,
+                                                                    spark_remote):
     if shutil.which("java") is None:
         pytest.skip("needs Java and the Debian zookeeper package")
     import redis as redis_py
@@ -63,6 +64,7 @@ def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path, sh
         assert fed.returncode == 0 and f"their sum is {N * (N + 1) // 2}" in fed.stdout, fed
         storm_id = submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}",
                           f"events.table={table}", "topology.message.timeout.secs=20",
+                          f"spark.remote={spark_remote['spark.remote']}",
                           "topology.max.spout.pending=500")
         # Kill every worker in turn, each time once events are being acked (stored).
         for round_ in range(2):

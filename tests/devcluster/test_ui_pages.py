@@ -52,14 +52,14 @@ def acked(base: str, storm_id: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster(shared_dev_clusters, tmp_path_factory):
+def cluster(shared_dev_clusters, tmp_path_factory, spark_remote):
     """The shared secured cluster with this module's two topologies, killed at its end."""
     dev = shared_dev_clusters.acquire("secured")
     try:
         table = tmp_path_factory.mktemp("pages") / "word-count-table"
         # Paced: the pages need figures that grow, not a core of the machine for the module's minutes.
         ids = {"wc": submit(dev.conf_dir, WORD_COUNT, "wc", f"wordcount.table={table}", "topology.workers=2",
-                            "wordcount.rate=300"),
+                            "wordcount.rate=300", f"spark.remote={spark_remote['spark.remote']}"),
                "thirty": submit(dev.conf_dir, THIRTY, "thirty")}
         # The sink's Spark starts in a worker before the first sentence is acked.
         wait_until(lambda: acked(dev.ui_url, ids["wc"]) > 0, timeout=180, interval=1,

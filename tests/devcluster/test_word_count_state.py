@@ -109,7 +109,7 @@ def top_words(table, n: int) -> dict[str, int]:
 
 
 def test_word_counts_are_exact_after_each_worker_is_killed_and_a_rebalance(tmp_path, shared_dev_cluster,
-                                                                          redis_server):
+                                                                          redis_server, spark_remote):
     want = expected()
     total = sum(want.values())
     table = tmp_path / "table"
@@ -119,6 +119,7 @@ def test_word_counts_are_exact_after_each_worker_is_killed_and_a_rebalance(tmp_p
                       "topology.workers=2", f"wordcount.table={table}", f"wordcount.sentences={N}",
                       f"wordcount.seed={SEED}", f"wordcount.rate={RATE}", f"topology.max.spout.pending={PENDING}",
                       "topology.message.timeout.secs=20", "topology.state.provider=redis",
+                      f"spark.remote={spark_remote['spark.remote']}",
                       f"topology.state.provider.config={json.dumps(conf['topology.state.provider.config'])}")
 
     def counted() -> int:

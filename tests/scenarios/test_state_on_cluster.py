@@ -216,13 +216,15 @@ def _published_rows(table: Path) -> int:
 
 
 @pytest.mark.spark
-def test_exactly_once_table_holds_each_number_once_through_worker_kills(tmp_path, shared_dev_cluster, redis_server):
+def test_exactly_once_table_holds_each_number_once_through_worker_kills(tmp_path, shared_dev_cluster, redis_server,
+                                                                         spark_remote):
     if shutil.which("java") is None:
         pytest.skip("needs Java")
     table = tmp_path / "table"
     name = "eotable"
     with _dev_harness(tmp_path, shared_dev_cluster) as (dev, harness):
-        harness.submit("exactly_once_table.py", name, {**redis_server.conf(), **RUN, "numbers.table": str(table)})
+        harness.submit("exactly_once_table.py", name, {**redis_server.conf(), **RUN, "numbers.table": str(table),
+                                                       **spark_remote})
         storm_id = harness.storm_ids[name]
         for round_ in range(2):  # each worker in turn, once numbers are being committed
             # (after the first kill's recovery the paced spout catches up at once, so the second
@@ -238,10 +240,12 @@ def test_exactly_once_table_holds_each_number_once_through_worker_kills(tmp_path
                    lambda: f"{name}: all {N} numbers published ({_published_rows(table)} rows, spout at "
                            f"{_spout_position(redis_server, name)})", interval=1.0, tolerate=(OSError,))
         harness.kill(name)
-    script = ("import json, sys; from executor.sinks.spark import read_table; "
-              "ids = [r[0] for r in read_table(sys.argv[1], dedupe=False).select('n').collect()]; "
+    script = ("import json, sys; from pyspark.sql import SparkSession; from executor.sinks.spark import read_table; "
+              "spark = SparkSession.builder.remote(sys.argv[2]).getOrCreate(); "
+              "ids = [r[0] for r in read_table(sys.argv[1], spark=spark, dedupe=False).select('n').collect()]; "
               "print(json.dumps({'rows': len(ids), 'distinct': len(set(ids)), 'min': min(ids), 'max': max(ids)}))")
-    out = subprocess.run([sys.executable, "-c", script, str(table)], capture_output=True, text=True, timeout=180,
+    out = subprocess.run([sys.executable, "-c", script, str(table), spark_remote["spark.remote"]],
+                         capture_output=True, text=True, timeout=180,
                          cwd=str(Path(__file__).resolve().parents[2]))
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])

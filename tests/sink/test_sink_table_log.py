@@ -102,8 +102,8 @@ _KILLED_COMPACTION = textwrap.dedent("""
     from pathlib import Path
     from pyspark.sql import SparkSession
     from executor.sinks import _compact, _layout as L
-    table, step = Path(sys.argv[1]), sys.argv[2]
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    table, step, remote = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    spark = SparkSession.builder.remote(remote).getOrCreate()  # the test run's Spark Connect server
     def pause(at):
         if at == step:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -113,13 +113,16 @@ _KILLED_COMPACTION = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("step", ["read", "written", "renamed", "committed"])
-def test_a_compaction_killed_at_any_step_loses_nothing(spark, tmp_path, step):
+def test_a_compaction_killed_at_any_step_loses_nothing(spark, spark_remote, tmp_path, step):
     original = tmp_path / "original"
     _write_rows(str(original), 60, {"sink.compaction.enabled": False}, batch_size=5)
     assert table_stats(original)["batch_dirs"] >= 2
     table = tmp_path / f"killed-at-{step}"
     shutil.copytree(original, table)
-    out = subprocess.run([sys.executable, "-c", _KILLED_COMPACTION, str(table), step], cwd=REPO, env=CLI_ENV,
+    # The killed process is a Spark Connect client: the steps are its own calls, so a kill between
+    # two of them leaves the table as a killed JVM of its own would (and costs no JVM start).
+    out = subprocess.run([sys.executable, "-c", _KILLED_COMPACTION, str(table), step, spark_remote["spark.remote"]],
+                         cwd=REPO, env=CLI_ENV,
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == -signal.SIGKILL, (out.returncode, out.stdout, out.stderr[-2000:])
     # Read as it was left: every row exactly once, the dedupe view exact.
@@ -157,9 +160,11 @@ def _ids_committed(table: Path, at_least: int = 0) -> set[int] | None:
     return set(_ids(read_table(table, dedupe=False)))
 
 
-def test_two_topologies_in_two_processes_write_one_table_and_compact_it(spark, tmp_path):
+def test_two_topologies_in_two_processes_write_one_table_and_compact_it(spark, spark_remote, tmp_path):
     table = tmp_path / "shared"
-    procs = [_local_topology(table, offset, 150, tmp_path / f"numbers-{offset}.log") for offset in (0, 1000)]
+    # Both write through one Spark Connect server, as two workers of a host with spark.remote do.
+    procs = [_local_topology(table, offset, 150, tmp_path / f"numbers-{offset}.log",
+                             f"spark.remote={spark_remote['spark.remote']}") for offset in (0, 1000)]
     want = set(range(150)) | set(range(1000, 1150))
     try:
         def all_in() -> bool:

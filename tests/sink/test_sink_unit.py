@@ -19,6 +19,7 @@ from sink_helpers import kill_process, poll, writer_process
 from executor.sinks import _layout as L
 from executor.sinks._session import (
     SparkSessionHolder,
+    describe_spark,
     quiet_reader_settings,
     reader_shuffle_partitions,
     spark_settings,
@@ -457,6 +458,75 @@ def test_spark_settings_defaults_and_pass_through():
     # Spark's warehouse directory goes to the temp dir, not into the worker's working directory.
     assert spark_settings({})["spark.sql.warehouse.dir"].startswith(tempfile.gettempdir())
     assert spark_settings({"spark.sql.warehouse.dir": "/w"})["spark.sql.warehouse.dir"] == "/w"
+
+
+
+# ---- Spark Connect (spark.remote) ----
+
+class FakeRemoteSession(FakeSession):
+    """A session whose class lives where PySpark's Connect client's does (is_remote's test)."""
+
+
+FakeRemoteSession.__module__ = "pyspark.sql.connect.session"
+
+
+def test_with_spark_remote_a_session_gets_only_what_a_connect_client_can_set():
+    conf = {"spark.remote": "sc://127.0.0.1:15002", "spark.master": "local[1]", "spark.driver.memory": "2g",
+            "spark.sql.shuffle.partitions": 3, "spark.sql.warehouse.dir": "/w", "topology.name": "wc"}
+    s = spark_settings(conf)
+    # The server's own keys (master, UI, memory, Hadoop, warehouse) would only be warned about.
+    assert s == {"spark.remote": "sc://127.0.0.1:15002", "spark.sql.shuffle.partitions": "3",
+                 "spark.sql.adaptive.enabled": "false"}
+    r = quiet_reader_settings({k: v for k, v in conf.items() if k != "spark.sql.shuffle.partitions"})
+    assert r["spark.remote"] == "sc://127.0.0.1:15002"
+    assert r["spark.sql.shuffle.partitions"] == str(2 * (os.cpu_count() or 1))  # a server of this host
+    assert not any(k.startswith(("spark.driver.", "spark.log.", "spark.master")) for k in r)
+    assert describe_spark(s) == "Spark Connect server sc://127.0.0.1:15002"
+    assert describe_spark(spark_settings({})) == "master local[1]"
+    assert spark_settings({"spark.remote": None})["spark.master"] == "local[1]"  # the packaged default
+
+
+def test_a_failed_remote_session_is_dropped_and_the_next_use_connects_again():
+    built = []
+
+    def build(settings):
+        built.append(dict(settings))
+        return FakeRemoteSession()
+
+    h = SparkSessionHolder(build=build, existing=lambda: None)
+    first = h.acquire({"spark.remote": "sc://h:1"})
+    h.acquire({"spark.remote": "sc://h:1"})  # a second sink task of the worker
+    assert h.renew(first) is True and first.stopped == 1
+    again = h.current()
+    assert again is not first and h.current() is again and len(built) == 2 and h.refs == 2
+    assert h.renew(first) is False  # a stale failure does not drop the new session
+    h.release()
+    h.release()
+    assert again.stopped == 1
+
+
+def test_a_failed_write_never_drops_a_jvm_session_or_one_the_holder_did_not_make():
+    local, theirs = FakeSession(), FakeRemoteSession()
+    h = SparkSessionHolder(build=lambda s: local, existing=lambda: None)
+    assert h.acquire({}) is local and h.renew(local) is False and local.stopped == 0
+    h.release()
+    h2 = SparkSessionHolder(build=lambda s: pytest.fail("must not build"), existing=lambda: theirs)
+    assert h2.acquire({}) is theirs and h2.renew(theirs) is False and theirs.stopped == 0
+
+
+def test_the_spark_connect_server_command_carries_the_sink_defaults_and_the_address():
+    from daemons.cli_spark import SERVER_CLASS, server_command, server_settings
+
+    settings = server_settings({"spark.remote": "sc://x:1", "spark.master": "local[1]", "spark.driver.memory": "3g",
+                                "topology.workers": 2}, "127.0.0.2", 15010, "local[*]")
+    assert settings["spark.master"] == "local[*]"  # the workers' spark.master is not the server's
+    assert settings["spark.driver.memory"] == "3g" and "spark.remote" not in settings
+    assert settings["spark.connect.grpc.binding.address"] == "127.0.0.2"
+    assert settings["spark.connect.grpc.binding.port"] == "15010"
+    assert settings["spark.ui.enabled"] == "false" and "topology.workers" not in settings
+    cmd = server_command("/opt/spark", settings)
+    assert cmd[:3] == ["/opt/spark/bin/spark-submit", "--class", SERVER_CLASS] and cmd[-1] == "spark-internal"
+    assert "spark.connect.grpc.binding.port=15010" in cmd
 
 
 # ---- layout: batch ids, staging, metadata ----
