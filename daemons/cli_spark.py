@@ -26,14 +26,11 @@ DEFAULT_PORT = 15002  # Spark Connect's own default
 def server_settings(conf: Mapping[str, Any], host: str, port: int, master: str) -> dict[str, str]:
     """The server's Spark settings: the sink's quiet defaults, the config's spark.* keys (not
     spark.remote, nor the workers' spark.master), then the address and master given."""
-    from executor.sinks._session import QUIET_DEFAULTS, REMOTE
+    from executor.sinks._session import QUIET_DEFAULTS, REMOTE, spark_keys
 
     # WARN: at INFO the server logs every request's whole plan, megabytes an hour for a sink.
     out = {**QUIET_DEFAULTS, "spark.log.level": "WARN"}
-    for key, value in conf.items():
-        if isinstance(key, str) and key.startswith("spark.") and key not in (REMOTE, "spark.master") \
-                and value is not None:
-            out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    out.update((k, v) for k, v in spark_keys(conf).items() if k not in (REMOTE, "spark.master"))
     out.update({"spark.master": master, "spark.app.name": "storm-py-spark-connect",
                 "spark.connect.grpc.binding.address": host, "spark.connect.grpc.binding.port": str(port)})
     return out
@@ -87,6 +84,3 @@ def spark_connect(host, port, master, conf):
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     os.execv(cmd[0], cmd)
-
-
-

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testutil import wait_until
+from testutil import free_port, wait_until
 from zk_fixture import SESSION_PIDS
 
 __all__ = ["spark_remote", "SparkConnectServer"]
@@ -33,18 +33,12 @@ REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT = 240.0  # a JVM start on a loaded 2-core machine: ~20-60 s
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class SparkConnectServer:
     """`storm-py spark-connect` as a child process on a free loopback port."""
 
     def __init__(self, base: Path):
         self.base = base
-        self.port = _free_port()
+        self.port = free_port()
         self.log = base / "spark-connect.log"
         self.proc: subprocess.Popen | None = None
 

@@ -17,6 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the caller binds it soon after)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, message: Any = "condition",
                interval: float = 0.01, tolerate: tuple[type[BaseException], ...] = ()) -> Any:
     """Poll `predicate` until it returns something truthy (returned) or fail after `timeout`.

@@ -72,6 +72,14 @@ def describe_spark(settings: Mapping[str, str]) -> str:
     return f"master {settings.get('spark.master', DEFAULT_MASTER)}"
 
 
+def spark_keys(conf: Mapping[str, Any]) -> dict[str, str]:
+    """The config's spark.* keys that are set, as the strings Spark reads (YAML booleans as
+    "true"/"false")."""
+    return {key: str(value).lower() if isinstance(value, bool) else str(value)
+            for key, value in conf.items()
+            if isinstance(key, str) and key.startswith("spark.") and value is not None}
+
+
 def spark_settings(conf: Mapping[str, Any]) -> dict[str, str]:
     """The Spark settings a worker with topology config `conf` uses, as strings; with
     `spark.remote` set, only those a Spark Connect client applies (connect_settings)."""
@@ -82,10 +90,7 @@ def spark_settings(conf: Mapping[str, Any]) -> dict[str, str]:
     # Spark creates its warehouse directory (which the sink never uses) in the working directory
     # otherwise, wherever the worker or the CLI happens to run.
     out["spark.sql.warehouse.dir"] = os.path.join(tempfile.gettempdir(), "storm-py-spark-warehouse")
-    for key, value in conf.items():
-        if isinstance(key, str) and key.startswith("spark.") and value is not None:
-            # Spark reads every setting as a string; YAML booleans must become "true"/"false".
-            out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    out.update(spark_keys(conf))
     return connect_settings(out) if out.get(REMOTE) else out
 
 
@@ -340,7 +345,7 @@ class SparkSessionHolder:
         drop it so the next current() connects again (a restarted server knows no old
         session, and the client never recovers one). True when dropped."""
         with self._lock:
-            if failed is None or failed is not self._session or not self._owned or not is_remote(failed):
+            if failed is not self._session or not self._owned or not is_remote(failed):
                 return False
             self._session, self._owned = None, False
         log.warning("Spark sink: a call to the Spark Connect server failed; the next one connects again")
