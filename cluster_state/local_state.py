@@ -181,10 +181,14 @@ def _read_version_file(path: Path) -> dict[str, Any]:
 class LocalState:
     """Versioned on-disk map; `get`/`put`/`remove` like Storm's LocalState."""
 
-    def __init__(self, directory: str | os.PathLike, keep_versions: int = 4, durable: bool = True) -> None:
+    def __init__(self, directory: str | os.PathLike, keep_versions: int = 4, durable: bool = True,
+                 create: bool = True) -> None:
         """`durable=False` skips the fsyncs: for values that mean nothing after a crash of the
         machine (a worker's heartbeat, as Storm's, which does not sync either) and must not wait
-        on the disk. The rename still shows readers only complete versions."""
+        on the disk. The rename still shows readers only complete versions. `create=False` is for
+        a reader of someone else's state: it never makes the directory (a reader that did could
+        bring back a worker directory its supervisor had just removed) and reads a missing one
+        as empty, quietly."""
         if isinstance(keep_versions, bool) or not isinstance(keep_versions, int) or keep_versions < 2:
             raise ValueError("keep_versions must be an int >= 2 so a corrupt newest version has a fallback, "
                              f"got {keep_versions!r}")
@@ -192,7 +196,9 @@ class LocalState:
         self.keep_versions = keep_versions
         self.durable = durable
         self._lock = threading.RLock()
-        self._ensure_directory()
+        self._create = create
+        if create:
+            self._ensure_directory()
 
     def _ensure_directory(self) -> None:
         try:
@@ -220,6 +226,8 @@ class LocalState:
         except FileNotFoundError:
             if not missing_ok:
                 raise LocalStateError(str(self.directory), "the directory has disappeared") from None
+            if not self._create:
+                return Listing()
             self._warn_once("", "LocalState %s: the directory has disappeared; reading it as empty",
                             self.directory)
             return Listing()

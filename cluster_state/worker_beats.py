@@ -25,10 +25,10 @@ def write_worker_heartbeat(conf: Mapping[str, Any], worker_id: str, heartbeat: W
 def read_worker_heartbeat(conf: Mapping[str, Any], worker_id: str) -> WorkerHeartbeat | None:
     """The worker's local heartbeat (None when it has none, or it cannot be read)."""
     directory = local_layout.worker_heartbeats(conf, worker_id)
-    if not directory.is_dir():
-        return None  # LocalState would create it: a cleaned-up worker must stay gone
     try:
-        value = LocalState(directory).get(LS_WORKER_HEARTBEAT)
+        # create=False: a cleaned-up worker's directory must stay gone, even when its
+        # supervisor removes it while this reads.
+        value = LocalState(directory, create=False).get(LS_WORKER_HEARTBEAT)
     except ClusterStateError as exc:
         log.warning("cannot read the heartbeat of worker %s: %s", worker_id, exc)
         return None

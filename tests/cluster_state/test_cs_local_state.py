@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 
 import pytest
@@ -101,6 +102,21 @@ def test_no_readable_version_starts_empty(tmp_path, caplog):
     with caplog.at_level(logging.ERROR, logger="cluster_state.local_state"):
         assert state.snapshot() == {}
     assert any("no readable version" in r.getMessage() for r in caplog.records)
+
+
+def test_a_reader_never_brings_back_a_removed_directory(tmp_path, caplog):
+    # A supervisor removes a dead worker's directory while another thread or process reads its
+    # heartbeat: a reader that made the directory kept it on disk for good.
+    owned = tmp_path / "workers" / "w1" / "heartbeats"
+    LocalState(owned).put("beat", 1)
+    reader = LocalState(owned, create=False)
+    assert reader.get("beat") == 1
+    shutil.rmtree(tmp_path / "workers" / "w1")
+    with caplog.at_level(logging.WARNING, logger="cluster_state.local_state"):
+        assert reader.get("beat") is None
+        assert LocalState(owned, create=False).get("beat") is None
+    assert not (tmp_path / "workers" / "w1").exists()
+    assert caplog.records == []
 
 
 def test_unrelated_files_are_ignored(tmp_path):

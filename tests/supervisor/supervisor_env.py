@@ -178,14 +178,12 @@ class Env:
 
 def records_on_disk(conf: Mapping[str, Any]) -> dict[str, dict]:
     path = local_layout.supervisor_localstate(conf)
-    if not path.is_dir():
-        return {}
-    return dict(LocalState(path).get(LS_APPROVED_WORKERS) or {})
+    return dict(LocalState(path, create=False).get(LS_APPROVED_WORKERS) or {})
 
 
 def supervisor_id_on_disk(conf: Mapping[str, Any]) -> str | None:
     path = local_layout.supervisor_localstate(conf)
-    return LocalState(path).get(LS_ID) if path.is_dir() else None
+    return LocalState(path, create=False).get(LS_ID)
 
 
 def running_workers(conf: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
