@@ -131,9 +131,12 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
                      timeout=120, interval=1,
                      message=lambda: f"list showing raising's restarts and its error: {rows(c.conf_dir)}")
     assert re.search(r":\d+ \d+m\d+s ago: ", row["LAST ERROR"]), row
+    # Each crash-looping topology goes once its row is shown: every relaunch is a worker start.
+    storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
     row = wait_until(lambda: failing("missing", ["module 'fancylib' is not installed"]),
                      timeout=120, interval=1,
                      message=lambda: f"list naming the module missing where workers run: {rows(c.conf_dir)}")
+    storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
 
     out = storm_py("jar", "submit", str(envdep), "--name", "envdep", conf_dir=c.conf_dir,
                    env_extra={"FRAGILES": "2"}, timeout=120)
@@ -142,6 +145,7 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
                                                 "in component(s) fragile"]),
                      timeout=120, interval=1,
                      message=lambda: f"list saying envdep's workers refuse its code: {rows(c.conf_dir)}")
+    storm_py("kill", "envdep", "-w", "0", conf_dir=c.conf_dir)
 
     row = wait_until(lambda: failing("silent", ["workers keep dying (", "restarts in 5m), exit code 3: "]),
                      timeout=120, interval=1,
@@ -150,9 +154,6 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
 
     # the cluster goes on: a topology submitted now runs, its workers live, no error
     storm_py("kill", "silent", "-w", "0", conf_dir=c.conf_dir)
-    storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
-    storm_py("kill", "missing", "-w", "0", conf_dir=c.conf_dir)
-    storm_py("kill", "envdep", "-w", "0", conf_dir=c.conf_dir)
     wait_until(lambda: not ({"raising", "missing", "silent", "envdep"} & set(rows(c.conf_dir))), timeout=60,
                interval=1,
                message="the failing topologies removed")

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 from devcluster_helpers import ROOT, processes_under
+from testutil import QUIET_IDLE
 
 from daemons.devcluster import DevCluster
 
@@ -28,7 +29,7 @@ FAST = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
         "supervisor.heartbeat.frequency.secs": 1}
 MESSAGES = 30_000
 # 2 spout tasks x 250 messages/s: at least 60 s of input, so the faults land while messages flow.
-RUN_CONF = {"numbered.rate": 250, "topology.message.timeout.secs": 10}
+RUN_CONF = {"numbered.rate": 250, "topology.message.timeout.secs": 10, **QUIET_IDLE}
 
 
 @pytest.mark.timeout(420)

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 import yaml
 from devcluster_helpers import ROOT, processes_under
-from testutil import wait_until
+from testutil import QUIET_IDLE, wait_until
 
 from cluster_state import local_layout
 from cluster_state.errors import ClusterStateError
@@ -67,7 +67,7 @@ CONF = {
 MESSAGES = 24_000
 # 2 spout tasks x 150 messages/s: at least 80 s of input, so the cut and the rejoin both land
 # while messages flow.
-RUN_CONF = {"numbered.rate": 150, "topology.message.timeout.secs": 10}
+RUN_CONF = {"numbered.rate": 150, "topology.message.timeout.secs": 10, **QUIET_IDLE}
 # State reads while B's cable is out may fail for a moment (the test's own ZooKeeper client
 # is not cut, but a read can race a session being expired): "not yet", not a failure.
 TOLERATE = (ClusterStateError, OSError)

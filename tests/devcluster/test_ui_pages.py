@@ -23,7 +23,7 @@ import ui_http
 from devcluster_helpers import ROOT, status_in_list, submit
 from headless_chromium import chromium, console_errors, require_chromium, screenshot
 from shared_clusters import READONLY_SECRET, SECRET
-from testutil import wait_until
+from testutil import QUIET_IDLE_ARGS, wait_until
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow,
               pytest.mark.spark, pytest.mark.browser]
@@ -59,8 +59,8 @@ def cluster(shared_dev_clusters, tmp_path_factory, spark_remote):
         table = tmp_path_factory.mktemp("pages") / "word-count-table"
         # Paced: the pages need figures that grow, not a core of the machine for the module's minutes.
         ids = {"wc": submit(dev.conf_dir, WORD_COUNT, "wc", f"wordcount.table={table}", "topology.workers=2",
-                            "wordcount.rate=300", f"spark.remote={spark_remote['spark.remote']}"),
-               "thirty": submit(dev.conf_dir, THIRTY, "thirty")}
+                            "wordcount.rate=300", f"spark.remote={spark_remote['spark.remote']}", *QUIET_IDLE_ARGS),
+               "thirty": submit(dev.conf_dir, THIRTY, "thirty", *QUIET_IDLE_ARGS)}
         # The sink's Spark starts in a worker before the first sentence is acked.
         wait_until(lambda: acked(dev.ui_url, ids["wc"]) > 0, timeout=180, interval=1,
                    message="the word count's first acked sentences (as the UI reports them)")

@@ -15,7 +15,7 @@ import ui_http
 from devcluster_helpers import ROOT, status_in_list, storm_py, submit
 from prometheus_client.parser import text_string_to_metric_families
 from shared_clusters import READONLY_SECRET, SECRET
-from testutil import wait_until
+from testutil import QUIET_IDLE_ARGS, wait_until
 from ui_http import post
 from ui_shape import PROMETHEUS_FAMILIES, assert_shape
 
@@ -46,8 +46,8 @@ def cluster(shared_dev_clusters):
     dev = shared_dev_clusters.acquire("secured")
     try:
         # Paced: the module's figures need words flowing, not a core of the machine for its minutes.
-        ids = {"demo": submit(dev.conf_dir, EXCLAMATION, "demo", f"exclamation.rate={PACE}"),
-               "stuck": submit(dev.conf_dir, STALLING, "stuck")}
+        ids = {"demo": submit(dev.conf_dir, EXCLAMATION, "demo", f"exclamation.rate={PACE}", *QUIET_IDLE_ARGS),
+               "stuck": submit(dev.conf_dir, STALLING, "stuck", *QUIET_IDLE_ARGS)}
         for storm_id in ids.values():
             wait_until(lambda s=storm_id: spout_emitted(dev.ui_url, s) > 0, timeout=120, interval=1,
                        message=f"{storm_id}'s spouts to emit (as the UI reports them)")

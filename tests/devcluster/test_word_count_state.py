@@ -20,7 +20,7 @@ from collections import Counter
 import psutil
 import pytest
 from devcluster_helpers import ROOT, storm_py, submit
-from testutil import wait_until
+from testutil import QUIET_IDLE_ARGS, wait_until
 
 from executor.sinks.spark import table_snapshot
 from executor.state.codec import decode
@@ -119,7 +119,7 @@ def test_word_counts_are_exact_after_each_worker_is_killed_and_a_rebalance(tmp_p
                       "topology.workers=2", f"wordcount.table={table}", f"wordcount.sentences={N}",
                       f"wordcount.seed={SEED}", f"wordcount.rate={RATE}", f"topology.max.spout.pending={PENDING}",
                       "topology.message.timeout.secs=20", "topology.state.provider=redis",
-                      f"spark.remote={spark_remote['spark.remote']}",
+                      f"spark.remote={spark_remote['spark.remote']}", *QUIET_IDLE_ARGS,
                       f"topology.state.provider.config={json.dumps(conf['topology.state.provider.config'])}")
 
     def counted() -> int:

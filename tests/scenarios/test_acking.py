@@ -9,6 +9,10 @@ import pytest
 
 pytestmark = pytest.mark.timeout(150)
 
+# Timeouts, replays and acks crossing processes: on a cluster in both executor arrangements
+# (tests/scenarios/conftest.py).
+DEDICATED_ON_A_CLUSTER = True
+
 
 def _after(record: dict, *earlier: dict) -> bool:
     return all(record["t"] > e["t"] for e in earlier)

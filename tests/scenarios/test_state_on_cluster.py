@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 from scenario_harness import DevHarness
-from testutil import wait_until
+from testutil import QUIET_IDLE, wait_until
 from zk_fixture import zookeeper_at
 
 from executor.state.codec import decode
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow, pytest.mark
 FAST = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
         "supervisor.heartbeat.frequency.secs": 1}
 N = 3000
-RUN = {"numbers.n": N, "numbers.rate": 150, "topology.message.timeout.secs": 10,
+RUN = {**QUIET_IDLE, "numbers.n": N, "numbers.rate": 150, "topology.message.timeout.secs": 10,
        "topology.state.checkpoint.interval.ms": 300}
 # A fault mid-run, the outage ends, the run finishes: generous, as the machine's speed drifts.
 DEADLINE = 240
