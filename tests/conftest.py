@@ -39,8 +39,15 @@ for _var in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
 from redis_fixture import *  # noqa: E402,F401,F403
 from shared_clusters import *  # noqa: E402,F401,F403
 from spark_connect_fixture import *  # noqa: E402,F401,F403
+from spark_connect_fixture import SHARED_DIR_ENV  # noqa: E402
 from zk_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
+
+# What the run's test processes share (the Spark Connect server, tests/spark_connect_fixture.py)
+# lives in the run directory of its first process, which xdist's workers (and the pytest a test
+# runs) inherit through the environment; that process alone stops it at the end.
+_OWNS_SHARED = SHARED_DIR_ENV not in os.environ
+os.environ.setdefault(SHARED_DIR_ENV, _RUN_DIR)
 
 # Markers follow cost: heavy fixtures mark their tests, and the fast tier starts no process
 # (tests/suite_rules.py).
@@ -146,4 +153,8 @@ def pytest_sessionfinish(session, exitstatus):
         import spark_archive
 
         spark_archive.stop_build(_ARCHIVE_BUILD)
+    if _OWNS_SHARED:
+        import spark_connect_fixture
+
+        spark_connect_fixture.stop_shared_server()
     shutil.rmtree(_RUN_DIR, ignore_errors=True)

@@ -4,7 +4,8 @@ namespaces, each "host" with its own address on a private bridge this test creat
     host A (netns)   ZooKeeper and Nimbus, bound on A's address
     host B (netns)   a supervisor (storm.local.hostname = B's address), slots 6700 and 6701
     host C (netns)   a supervisor (storm.local.hostname = C's address), the same slot ports
-    root namespace   this test: submits the topology and watches ZooKeeper over the bridge
+    root namespace   this test: submits the topology and watches ZooKeeper over the bridge;
+                     the Spark Connect server every worker's sink writes through
 
 The bridge lives in a switch namespace of its own, so the host's own interfaces, routes and
 firewall are never touched; the only thing the root namespace gets is one veth end with an
@@ -36,6 +37,7 @@ from typing import Any
 import pytest
 import yaml
 from devcluster_helpers import ROOT, processes_under
+from spark_connect_fixture import SparkConnectServer
 from testutil import QUIET_IDLE, wait_until
 
 from cluster_state import local_layout
@@ -377,13 +379,21 @@ def test_word_count_across_hosts_survives_a_cut_link(tmp_path):
 
     net = PrivateNet(tag)
     cluster = MultiHostCluster(tmp_path / "cluster", net)
-    run = NumberedRun(cluster, tmp_path / "run", MESSAGES, conf=RUN_CONF)
-    state = None
+    run = NumberedRun(cluster, tmp_path / "run", MESSAGES, conf=dict(RUN_CONF))
+    state = spark = None
     try:
         net.start()
         addr = {host: net.add_host(host) for host in ("a", "b", "c")}
         log.info("hosts on %s: %s", net.subnet, net.addresses)
+        # One Spark the hosts share (docs/operations.md, "One Spark per host"), on the root
+        # namespace's address on the bridge: every worker's sink is its client, where each worker
+        # start (again on C after the cut) started a Spark JVM of its own. A cut host's sinks
+        # lose it with the rest of the cluster.
+        spark = SparkConnectServer(tmp_path / "spark", host=net.addresses["root"])
+        spark.start(wait=False)
+        run.conf["spark.remote"] = spark.url
         cluster.start()
+        spark.wait_ready()
         state = mk_storm_cluster_state(cluster.conf)
 
         def registered(host: str, since: float = 0.0) -> bool:
@@ -459,10 +469,15 @@ def test_word_count_across_hosts_survives_a_cut_link(tmp_path):
         try:
             cluster.stop()
         finally:
-            net.remove()
+            try:
+                if spark is not None:
+                    spark.stop()
+            finally:
+                net.remove()
     left = processes_under(tmp_path / "cluster")
     assert not left, f"processes left behind: {[p.pid for p in left]}"
 
+    del run.conf["spark.remote"]  # its address went with the bridge: the check runs a Spark of its own
     verdict = run.check_table()
     log.info("table: %s", verdict)
     assert verdict["missing"] == 0, verdict
