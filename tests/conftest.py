@@ -16,6 +16,15 @@ sys.path.append(str(Path(__file__).parent))  # appended: tests/ must not shadow 
 _RUN_DIR = tempfile.mkdtemp(prefix="storm-py-tests-")
 os.environ["STORM_PY_WORD_COUNT_TABLE"] = os.path.join(_RUN_DIR, "word-count")
 
+# The run starts ~500 Python processes (workers, daemons, commands), each importing ~100 of
+# storm-py's modules: with PYTHONDONTWRITEBYTECODE (as some images set it) each compiled them from
+# source again (~0.15 CPU-s a process). The run caches bytecode under its own directory instead,
+# which its processes inherit and which goes with it: the checkout still gets no .pyc files.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(_RUN_DIR, "pycache")
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
+
 # Every Spark JVM the tests start (a sink's in a worker, the CLI's readers, a standalone master's)
 # runs with the client compiler and the serial collector, as the tests' ZooKeeper does
 # (cluster_state/zkserver.py): the same Spark, for runs of seconds, at about 60% of the CPU (the
