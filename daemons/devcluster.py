@@ -206,7 +206,8 @@ def worker_processes(supervisor_conf: Mapping[str, Any]) -> dict[int, psutil.Pro
 
     # 1. The supervisor's records (pid plus its start time, as the supervisor itself checks).
     try:
-        records = LocalState(local_layout.supervisor_localstate(supervisor_conf)).get(LS_APPROVED_WORKERS) or {}
+        records = LocalState(local_layout.supervisor_localstate(supervisor_conf),
+                             create=False).get(LS_APPROVED_WORKERS) or {}
     except (OSError, ValueError) as exc:
         log.warning("cannot read the worker records of %s: %s", local_layout.local_dir(supervisor_conf), exc)
         records = {}
@@ -587,10 +588,7 @@ class DevCluster(Service):
     @staticmethod
     def _supervisor_registered(state: Any, child: Child, since: float = 0.0) -> bool:
         conf = child.extra["conf"]
-        path = local_layout.supervisor_localstate(conf)
-        if not path.is_dir():
-            return False
-        supervisor_id = LocalState(path).get(LS_ID)
+        supervisor_id = LocalState(local_layout.supervisor_localstate(conf), create=False).get(LS_ID)
         if not isinstance(supervisor_id, str):
             return False
         child.extra["id"] = supervisor_id

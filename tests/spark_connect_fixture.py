@@ -75,11 +75,7 @@ class SparkConnectServer:
         if self.proc.poll() is not None:
             pytest.fail(f"storm-py spark-connect exited with {self.proc.returncode}: {self._tail()}")
         # Its gRPC port opens last, once the server serves (the log says so only at INFO).
-        try:
-            socket.create_connection((self.host, self.port), timeout=1).close()
-        except OSError:
-            return False
-        return True
+        return _accepts(self.host, self.port)
 
     def _tail(self) -> str:
         text = ""
@@ -110,6 +106,14 @@ class SparkConnectServer:
 SHARED_DIR_ENV = "STORM_PY_TESTS_SHARED_DIR"
 
 
+def _accepts(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     with open(path, "a") as f:
@@ -120,45 +124,48 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _shared() -> Path:
-    shared = Path(os.environ[SHARED_DIR_ENV]) / "spark-connect"
-    shared.mkdir(parents=True, exist_ok=True)
-    return shared
+def _shared_dir() -> Path:
+    return Path(os.environ[SHARED_DIR_ENV]) / "spark-connect"
 
 
-def _serving(record: dict[str, Any]) -> bool:
+def _recorded(path: Path) -> dict[str, Any] | None:
+    """The recorded server, if its process still runs (its start time guards a reused pid)."""
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
     try:
-        socket.create_connection((record["host"], record["port"]), timeout=1).close()
-    except OSError:
-        return False
-    return psutil.pid_exists(record["pid"])
+        return record if psutil.Process(record["pid"]).create_time() == record["started"] else None
+    except psutil.NoSuchProcess:
+        return None
 
 
 @pytest.fixture(scope="session")
 def spark_remote() -> dict[str, Any]:
-    shared = _shared()
+    shared = _shared_dir()
+    shared.mkdir(parents=True, exist_ok=True)
     path = shared / "server.json"
     with _locked(shared / "lock"):
-        record = json.loads(path.read_text()) if path.exists() else None
-        if record is None or not _serving(record):
+        record = _recorded(path)
+        if record is None or not _accepts(record["host"], record["port"]):
             server = SparkConnectServer(shared / f"started-by-{os.getpid()}")
             server.start()
-            record = {"pid": server.proc.pid, "host": server.host, "port": server.port, "url": server.url}
+            record = {"pid": server.proc.pid, "started": psutil.Process(server.proc.pid).create_time(),
+                      "host": server.host, "port": server.port, "url": server.url}
             path.write_text(json.dumps(record))
     return {"spark.remote": record["url"]}
 
 
 def stop_shared_server() -> None:
     """Stop the run's server, if a test started one (the run's first process, at its end)."""
-    path = Path(os.environ[SHARED_DIR_ENV]) / "spark-connect" / "server.json"
-    if not path.exists():
+    record = _recorded(_shared_dir() / "server.json")
+    if record is None:
         return
-    record = json.loads(path.read_text())
     try:
         proc = psutil.Process(record["pid"])
         proc.terminate()
         proc.wait(60)
     except psutil.TimeoutExpired:
         proc.kill()
+        proc.wait(30)
     except psutil.NoSuchProcess:
         pass

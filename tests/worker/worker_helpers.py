@@ -19,8 +19,8 @@ from testutil import wait_until
 
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
-from cluster_state.local_state import LS_WORKER_HEARTBEAT, LocalState
 from cluster_state.records import SupervisorInfo
+from cluster_state.worker_beats import read_worker_heartbeat
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from executor.package import build_package, extract_package
@@ -119,8 +119,7 @@ class Rig:
         return proc
 
     def heartbeat(self, port: int):
-        path = local_layout.worker_heartbeats(self.conf, self.worker_ids[port])
-        return LocalState(path).get(LS_WORKER_HEARTBEAT) if path.exists() else None
+        return read_worker_heartbeat(self.conf, self.worker_ids[port])
 
     def wait_heartbeats(self, ports, timeout=60):
         def all_beating():
