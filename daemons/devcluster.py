@@ -588,7 +588,10 @@ class DevCluster(Service):
     @staticmethod
     def _supervisor_registered(state: Any, child: Child, since: float = 0.0) -> bool:
         conf = child.extra["conf"]
-        supervisor_id = LocalState(local_layout.supervisor_localstate(conf), create=False).get(LS_ID)
+        path = local_layout.supervisor_localstate(conf)
+        if not path.is_dir():
+            return False  # not yet, or not a directory at all: the supervisor reports that itself
+        supervisor_id = LocalState(path, create=False).get(LS_ID)
         if not isinstance(supervisor_id, str):
             return False
         child.extra["id"] = supervisor_id
