@@ -1,14 +1,18 @@
 """The in-process suites again on the pure-Python twin of the per-tuple core (STORM_PY_PURE=1,
 executor/core/__init__.py): the unit tests of the core modules and the LocalCluster suites (acking, groupings,
 ticks, back-pressure, timeouts, windows, state and its faults, the Redis stream spout), with
-`-m "not zk"` leaving out the scenarios' dev-cluster variants.
+`-m "not zk"` leaving out the scenarios' dev-cluster variants and `-k "not local-dedicated"` their
+second thread arrangement.
 
 Why that covers the twin: the twin differs from the compiled core only in the modules listed in
 executor/core/__init__.py, and a LocalCluster runs every one of them in this process: routing,
 the outbox and collectors, the acker, receive queues, and the worker transfer and receive path
 (its workers exchange the serialized batches they would send over ZeroMQ), the stream spout's
 ledger and cursor. A worker process or a dev cluster adds processes around the same core code,
-not other core code; the rest of the suite runs those on the compiled core."""
+not other core code; the rest of the suite runs those on the compiled core. Likewise the thread
+arrangement (a shared executor thread, or one per executor) is decided in executor/scheduling.py
+and executor/worker_plan.py, outside the core: the scenarios run once, in the default one, and
+test_unit_scheduling.py runs the thread-per-executor runner on the twin's receive queue."""
 
 from __future__ import annotations
 
@@ -69,7 +73,8 @@ def test_in_process_suites_pass_on_the_pure_twin(tmp_path, suites):
     log = tmp_path / "pure.log"
     with open(log, "w") as out:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                               "--basetemp", str(tmp_path / "t"), "-m", "not zk", *suites],
+                               "--basetemp", str(tmp_path / "t"), "-m", "not zk", "-k", "not local-dedicated",
+                               *suites],
                               cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=570,
                               stdin=subprocess.DEVNULL)
     text = log.read_text(errors="replace")

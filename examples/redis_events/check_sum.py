@@ -1,6 +1,6 @@
 """Check the events table: one row per event in the dedupe view, and the exact sum.
 
-usage: python3 examples/redis_events/check_sum.py PATH --events N [--first 1]
+usage: python3 examples/redis_events/check_sum.py PATH --events N [--first 1] [--spark-remote sc://HOST:PORT]
 Prints rows (as written, replays included), events (the dedupe view), sum and expected sum;
 exits 0 when the dedupe view holds exactly n = first..first+N-1.
 """
@@ -37,10 +37,16 @@ def main() -> int:
     ap.add_argument("path")
     ap.add_argument("--events", type=int, required=True)
     ap.add_argument("--first", type=int, default=1)
+    ap.add_argument("--spark-remote", metavar="sc://HOST:PORT",
+                    help="read through this Spark Connect server instead of a Spark of its own")
     args = ap.parse_args()
-    print("starting Spark to read the table ...", file=sys.stderr, flush=True)
-    spark = reader_session()
-    result = check(args.path, args.events, args.first, spark)
+    print(f"connecting to {args.spark_remote} to read the table ..." if args.spark_remote
+          else "starting Spark to read the table ...", file=sys.stderr, flush=True)
+    spark = reader_session({"spark.remote": args.spark_remote} if args.spark_remote else None)
+    try:
+        result = check(args.path, args.events, args.first, spark)
+    finally:
+        spark.stop()
     print(json.dumps(result))
     return 0 if result["exact"] else 1
 

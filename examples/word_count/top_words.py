@@ -1,6 +1,6 @@
 """Print the most frequent words stored by the word_count example, read back from its table.
 
-usage: python3 examples/word_count/top_words.py [PATH] [-n 10]
+usage: python3 examples/word_count/top_words.py [PATH] [-n 10] [--spark-remote sc://HOST:PORT]
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default=TABLE)
     ap.add_argument("-n", type=int, default=10)
+    ap.add_argument("--spark-remote", metavar="sc://HOST:PORT",
+                    help="read through this Spark Connect server instead of a Spark of its own")
     args = ap.parse_args()
     spark = None
     try:
         read_meta(args.path)  # a missing or broken table is reported before Spark starts
-        say(f"starting Spark to read {args.path}")
-        spark = reader_session()
+        say(f"connecting to {args.spark_remote} to read {args.path}" if args.spark_remote
+            else f"starting Spark to read {args.path}")
+        spark = reader_session({"spark.remote": args.spark_remote} if args.spark_remote else None)
         snap = table_snapshot(args.path)  # one snapshot for the check and the counts
         say(f"reading every row of {len(snap.batch_rows)} batches ({sum(snap.batch_rows.values())} rows) "
             f"to check them and add up the counts")

@@ -75,6 +75,14 @@ def browser():
         yield driver
 
 
+@pytest.fixture(autouse=True)
+def _own_console(browser):
+    """Each test sees its own pages' console errors only: what a test leaves (a failed one's
+    expected 401s among them) is drained after it."""
+    yield
+    console_errors(browser)
+
+
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory):
     return tmp_path_factory.mktemp("screenshots")
@@ -128,6 +136,11 @@ def assert_no_console_error(driver):
     assert not errors, f"console errors on {driver.current_url}: {errors}"
 
 
+def body_text(driver) -> str:
+    """The page's text, "" while a navigation (the form's POST and its answer) has no body yet."""
+    return driver.execute_script("return document.body ? document.body.innerText : ''") or ""
+
+
 def log_in(driver, secret: str) -> None:
     """Type `secret` into the login form shown (the login page, or a 401's) and send it."""
     field = wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "form#login input#secret"), timeout=30,
@@ -142,13 +155,13 @@ def test_a_page_without_login_is_the_login_form(cluster, browser, shots):
     browser.get(dev.ui_url + "/")
     wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "form#login input#secret[type=password]"),
                timeout=30, interval=0.2, message="the login form instead of the cluster page")
-    text = browser.find_element(By.TAG_NAME, "body").text
+    text = body_text(browser)
     assert "credentials" in text and "Authorization: Bearer" in text
     assert not browser.find_elements(By.ID, "topologies") and ids["wc"] not in browser.page_source
     screenshot(browser, shots / "ui-login.png")
     log_in(browser, "not-the-secret")  # a wrong secret: the form again, saying so
-    wait_until(lambda: "Wrong secret" in browser.find_element(By.TAG_NAME, "body").text, timeout=30,
-               interval=0.2, message="the login form saying the secret was wrong")
+    wait_until(lambda: "Wrong secret" in body_text(browser), timeout=30, interval=0.2,
+               message="the login form saying the secret was wrong")
     assert not browser.get_cookies()
     console_errors(browser)  # the 401s of these pages are expected
 

@@ -100,9 +100,10 @@ def components_by_port(conf_dir, name: str) -> dict[int, set[str]]:
     return out
 
 
-def top_words(table, n: int) -> dict[str, int]:
+def top_words(table, n: int, remote: str) -> dict[str, int]:
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "word_count" / "top_words.py"), str(table),
-                          "-n", str(n)], capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+                          "-n", str(n), "--spark-remote", remote],
+                         capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [ln.split() for ln in out.stdout.splitlines()[1:] if ln.strip()]
     return {word: int(count) for count, word in rows}
@@ -152,7 +153,7 @@ def test_word_counts_are_exact_after_each_worker_is_killed_and_a_rebalance(tmp_p
             return False
         read_at.append(version)
         got.clear()
-        got.update(top_words(table, len(want) + 5))
+        got.update(top_words(table, len(want) + 5, spark_remote["spark.remote"]))
         return sum(got.values()) >= total
 
     wait_until(table_complete, DEADLINE, lambda: f"top_words.py to show every sentence: {got} vs {dict(want)}",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import psutil
-from testutil import wait_until
+from testutil import QUIET_IDLE, wait_until
 
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
@@ -96,9 +96,10 @@ class Env:
 
     def topology(self, name: str = "topo", install: bool = True) -> str:
         """Submit a topology (1 spout, 2 bolts, 3 ackers: six executors); with install=False its
-        code is hidden from the download handlers until install()."""
+        code is hidden from the download handlers until install(). Its workers idle while the
+        tests watch their processes: Storm's idle waits at 10 ms (tests/testutil.py)."""
         self._n += 1
-        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2, config={"topology.workers": 3})
+        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2, config={"topology.workers": 3, **QUIET_IDLE})
         storm_id = self.core.submit(f"{name}{self._n}", pkg)
         if not install:
             os.rename(self.store.topology_dir(storm_id), self.tmp / f"hidden-{storm_id}")
