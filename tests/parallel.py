@@ -1,5 +1,5 @@
 """How the suite splits over pytest-xdist's workers (a pytest plugin, loaded by tests/conftest.py;
-the run is `python3 -m pytest -n WORKERS --dist loadgroup`, as .ci/run does, 1.5 workers a core).
+the run is `python3 -m pytest -n WORKERS --dist loadgroup`, as .ci/run does, 2 workers a core).
 
 - Each test module goes to one worker whole (its module fixtures start once). The modules that
   share a session resource that is costly to start (the shared dev clusters,
