@@ -60,7 +60,7 @@ os.environ.setdefault(SHARED_DIR_ENV, _RUN_DIR)
 
 # Markers follow cost: heavy fixtures mark their tests, and the fast tier starts no process
 # (tests/suite_rules.py).
-pytest_plugins = ["suite_rules", "parallel"]
+pytest_plugins = ["suite_rules", "parallel", "warm_cache"]
 
 # How long a test's threads and child processes may take to finish once the test returned
 # (a poll: a clean test pays nothing).
