@@ -16,6 +16,8 @@ from executor.topology_file import load_topology_file
 _ids = itertools.count(1)
 
 COMPONENTS = textwrap.dedent('''
+    import time
+
     from executor.api import Bolt, Spout
 
 
@@ -26,8 +28,16 @@ COMPONENTS = textwrap.dedent('''
         def open(self, conf, context, collector):
             self.collector = collector
             self.n = 0
+            rate = conf.get("numbers.per.second")  # unset: as fast as the topology takes them
+            self.gap = 1.0 / rate if rate else 0.0
+            self.next_at = 0.0
 
         def next_tuple(self):
+            if self.gap:
+                now = time.monotonic()
+                if now < self.next_at:
+                    return
+                self.next_at = now + self.gap
             self.n += 1
             self.collector.emit([self.n], msg_id=self.n)
 

@@ -96,10 +96,12 @@ class Env:
 
     def topology(self, name: str = "topo", install: bool = True) -> str:
         """Submit a topology (1 spout, 2 bolts, 3 ackers: six executors); with install=False its
-        code is hidden from the download handlers until install(). Its workers idle while the
-        tests watch their processes: Storm's idle waits at 10 ms (tests/testutil.py)."""
+        code is hidden from the download handlers until install(). The tests watch its workers'
+        processes, not its tuples: 20 a second flow (its spout unpaced kept three workers busy
+        for the whole test), and Storm's idle waits are 10 ms (tests/testutil.py)."""
         self._n += 1
-        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2, config={"topology.workers": 3, **QUIET_IDLE})
+        pkg = package(self.tmp / f"pkg-{self._n}", spouts=1, bolts=2,
+                      config={"topology.workers": 3, "numbers.per.second": 20, **QUIET_IDLE})
         storm_id = self.core.submit(f"{name}{self._n}", pkg)
         if not install:
             os.rename(self.store.topology_dir(storm_id), self.tmp / f"hidden-{storm_id}")
