@@ -14,9 +14,13 @@ its workers read) and Python's for bytecode (where the run's processes look for 
 from __future__ import annotations
 
 import compileall
+import importlib
+import importlib.util
 import os
+import py_compile
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -35,8 +39,9 @@ def _workers(config: pytest.Config) -> int:
         return 0
 
 
-def warm_assert_rewrites(config: pytest.Config) -> int:
-    """Write pytest's rewritten-assert cache of every test module not cached yet; how many."""
+def _assert_rewriter(config: pytest.Config) -> Callable[[list[Path]], None] | None:
+    """A function that writes pytest's rewritten-assert cache of the files given (those not
+    cached yet), or None when pytest's internals are not as this expects."""
     try:
         from _pytest.assertion.rewrite import (
             PYC_TAIL,
@@ -49,47 +54,35 @@ def warm_assert_rewrites(config: pytest.Config) -> int:
 
         state = config.stash[assertstate_key]
     except (ImportError, KeyError, AttributeError):
-        return 0
-    def rewrite(files: list[Path]) -> int:
-        done = 0
+        return None
+
+    def rewrite(files: list[Path]) -> None:
         for fn in files:
             pyc = get_cache_dir(fn) / (fn.name[:-3] + PYC_TAIL)
             try:
-                if _read_pyc(fn, pyc) is not None:
-                    continue
-                pyc.parent.mkdir(parents=True, exist_ok=True)
-                stat, co = _rewrite_test(fn, config)
-                done += _write_pyc(state, co, stat, pyc)
+                if _read_pyc(fn, pyc) is None:
+                    pyc.parent.mkdir(parents=True, exist_ok=True)
+                    stat, co = _rewrite_test(fn, config)
+                    _write_pyc(state, co, stat, pyc)
             except (OSError, SyntaxError, ValueError):
                 continue  # the worker that imports it says what is wrong
-        return done
 
-    # and the plugins' modules pytest rewrote as this process started (rewritten again by each
-    # worker otherwise)
-    plugins = getattr(getattr(state, "hook", None), "_rewritten_names", {}) or {}
-    files = sorted({*TESTS.rglob("test_*.py"), *TESTS.rglob("conftest.py"), *map(Path, plugins.values())})
-    # Half of them in a forked copy of this process (it has the same config), on the other core;
-    # it only writes files and leaves with os._exit.
-    pid = os.fork() if (os.cpu_count() or 1) > 1 else -1
-    if pid == 0:
-        try:
-            rewrite(files[1::2])
-            _compile_imported()
-            _import_libraries()
-        finally:
-            os._exit(0)
-    done = rewrite(files[0::2] if pid > 0 else files)
-    if pid > 0:
-        os.waitpid(pid, 0)
-    return done
+    return rewrite
+
+
+def _rewritten_files(config: pytest.Config) -> list[Path]:
+    """The test modules and conftests, and the plugins' modules pytest rewrote as this process
+    started (each worker rewrites them again otherwise)."""
+    from _pytest.assertion.rewrite import assertstate_key
+
+    hook = getattr(config.stash.get(assertstate_key, None), "hook", None)
+    plugins = getattr(hook, "_rewritten_names", None) or {}
+    return sorted({*TESTS.rglob("test_*.py"), *TESTS.rglob("conftest.py"), *map(Path, plugins.values())})
 
 
 def _compile_imported() -> None:
     """Bytecode of every module this process imported before conftest.py moved the cache (pytest
     itself, its plugins): each worker imports them again as it starts."""
-    import importlib.util
-    import py_compile
-
     for module in list(sys.modules.values()):
         source = getattr(module, "__file__", None)
         if not source or not source.endswith(".py"):
@@ -103,8 +96,6 @@ def _compile_imported() -> None:
 
 def _import_libraries() -> None:
     """Import LIBRARIES (in the forked copy, which then exits: this process stays as it was)."""
-    import importlib
-
     for name in LIBRARIES:
         try:
             importlib.import_module(name)
@@ -117,6 +108,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if (os.environ.get("PYTEST_XDIST_WORKER") or _workers(config) < 2 or sys.dont_write_bytecode
             or config.getoption("collectonly")):
         return
-    warm_assert_rewrites(config)
+    rewrite = _assert_rewriter(config)
+    files = _rewritten_files(config) if rewrite else []
+    # Half of it in a forked copy of this process (the same config) on the other core; the copy
+    # only writes files and leaves with os._exit, so this process stays as it was.
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if rewrite:
+                rewrite(files[1::2])
+            _compile_imported()
+            _import_libraries()
+        finally:
+            os._exit(0)
+    if rewrite:
+        rewrite(files[0::2])
     for package in PRODUCT:
-        compileall.compile_dir(str(TESTS.parent / package), quiet=2, workers=os.cpu_count() or 1)
+        compileall.compile_dir(str(TESTS.parent / package), quiet=2)
+    os.waitpid(pid, 0)

@@ -301,7 +301,8 @@ class MultiHostCluster:
                    interval=0.2, tolerate=REMOTE_ERRORS)
 
     def supervisor_id(self, host: str) -> str | None:
-        value = LocalState(local_layout.supervisor_localstate(self.supervisors[host].extra["conf"]), create=False).get(LS_ID)
+        path = local_layout.supervisor_localstate(self.supervisors[host].extra["conf"])
+        value = LocalState(path, create=False).get(LS_ID)
         return value if isinstance(value, str) else None
 
     def workers(self, host: str) -> dict[int, Any]:
