@@ -18,8 +18,9 @@ CLI_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os
 
 # Storm's idle-wait keys for the paced topologies that run for minutes while tests look at them
 # (the UI's figures, counts under faults) and for the supervisor tests' workers: an idle worker's
-# executor thread wakes 100 times a second instead of 1,000 (~9% of a core each -> ~1%). Input still ends a wait at once; only a
-# paced spout's next call can come 10 ms late. The default 1 ms wait is what every other test runs.
+# executor thread wakes 100 times a second instead of 1,000 (~9% of a core each -> ~1%). Input
+# still ends a wait at once; only a paced spout's next call can come 10 ms late. The default 1 ms
+# wait is what every other test runs.
 QUIET_IDLE = {"topology.bolt.wait.progressive.level3.sleep.millis": 10,
               "topology.spout.wait.progressive.level3.sleep.millis": 10}
 QUIET_IDLE_ARGS = tuple(f"{k}={v}" for k, v in QUIET_IDLE.items())
