@@ -29,7 +29,8 @@ OVERRIDE_SOURCE = "-c"
 # Keys Storm sets itself on a submitted topology.
 # Set by storm-py itself: the name and id, and the marks TopologyBuilder puts on the components
 # of a topology with checkpoints (executor/topology.py).
-_INTERNAL_KEYS = {"topology.name", "storm.id", "topology.bolts.stateful", "topology.spouts.stateful"}
+_INTERNAL_KEYS = {"topology.name", "storm.id", "topology.bolts.stateful", "topology.spouts.stateful",
+                  "topology.spouts.rewindable"}
 # Namespaces storm-py (or Storm, whose keys users bring) owns: an unknown key there is most
 # likely a typo and is warned about. Keys elsewhere are the user's own (`wordcount.table`, a
 # component's settings) and pass silently, as in Storm.

@@ -10,7 +10,7 @@ from typing import Any
 
 from executor.adapters import PlainSpout, SpoutAdapter
 from executor.bolt import BasicBoltAdapter
-from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
+from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout, RewindableSpout
 from executor.checkpoint.barrier_mode import WorkerLosses
 from executor.checkpoint.forwarder import CheckpointForwarder
 from executor.checkpoint.spout_side import StatefulSpoutAdapter
@@ -39,12 +39,13 @@ def adapt_bolt(obj: Any, checkpointed: bool, losses: WorkerLosses | None = None)
     return CheckpointForwarder(obj, losses) if checkpointed else obj
 
 
-def adapt_spout(obj: Any) -> SpoutAdapter:
+def adapt_spout(obj: Any, stateful: bool = False) -> SpoutAdapter:
     """The SpoutAdapter a spout executor asks for the user's spout `obj` (a task's own copy): a
     spout that is its own adapter (the checkpoint spout, a ShellSpout) as it is, a stateful
-    spout wrapped for its checkpoint steps, any other spout as a PlainSpout."""
+    spout wrapped for its checkpoint steps (so is a RewindableSpout the topology's wiring made
+    `stateful`: in exactly-once mode), any other spout as a PlainSpout."""
     if isinstance(obj, SpoutAdapter):
         return obj
-    if isinstance(obj, BaseStatefulSpout):
+    if isinstance(obj, BaseStatefulSpout) or (stateful and isinstance(obj, RewindableSpout)):
         return StatefulSpoutAdapter(obj)
     return PlainSpout(obj)

@@ -1,6 +1,11 @@
 """The topology-author API (docs/topology-guide.md, "The API: `executor.api`"). These names are fixed."""
 
-from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout, BaseStatefulWindowedBolt
+from executor.checkpoint.api import (
+    BaseStatefulBolt,
+    BaseStatefulSpout,
+    BaseStatefulWindowedBolt,
+    RewindableSpout,
+)
 from executor.components import BasicBolt, Bolt, OutputFieldsDeclarer, Spout
 from executor.context import TopologyContext
 from executor.errors import (
@@ -25,6 +30,6 @@ __all__ = [
     "Spout", "Bolt", "BasicBolt", "TopologyBuilder", "Fields", "FailedException", "InvalidTopologyError",
     "AlreadyAliveError", "NotAliveError", "EmitError", "Tuple", "TopologyContext", "OutputFieldsDeclarer",
     "StormTopology", "SpoutDeclarer", "BoltDeclarer", "ShellBolt", "ShellSpout",
-    "BaseStatefulBolt", "BaseStatefulSpout", "KeyValueState", "BaseWindowedBolt", "TupleWindow", "Count",
+    "BaseStatefulBolt", "BaseStatefulSpout", "RewindableSpout", "KeyValueState", "BaseWindowedBolt", "TupleWindow", "Count",
     "Duration", "BaseStatefulWindowedBolt", "RedisStreamSpout", "DirectorySpout",
 ]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout
+from executor.checkpoint.api import BaseStatefulBolt, BaseStatefulSpout, RewindableSpout
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM
 from executor.checkpoint.spout import CheckpointSpout
-from executor.checkpoint.wiring import CHECKPOINT_STREAM_SPEC, checkpoint_inputs
+from executor.checkpoint.wiring import REWINDABLE_SPOUT, wire_checkpoints
+from executor.checkpoint.wiring import for_mode as wiring_for_mode
 from executor.components import OutputFieldsDeclarer
 from executor.errors import InvalidTopologyError
 from executor.structure import (
@@ -89,7 +90,6 @@ class _BuildSpec:
     num_tasks: int | None = None
     conf: dict[str, Any] = field(default_factory=dict)
     inputs: list[tuple[Subscription, Any]] = field(default_factory=list)  # (subscription, custom obj)
-    checkpoint_stream: bool = False  # declares `$checkpoint` (every bolt of a topology with checkpoints)
 
 
 class _Declarer:
@@ -178,67 +178,66 @@ class TopologyBuilder:
         """Validate everything and return the topology; raises InvalidTopologyError."""
         if self._problems:
             raise InvalidTopologyError(self._problems[0])
-        specs = _with_checkpoints(self._specs)
+        specs = self._specs
+        # Storm's TopologyBuilder adds the checkpoint wiring when a component is stateful
+        # (executor/checkpoint/wiring.py); a RewindableSpout is wired so only in exactly-once mode,
+        # known at submit (for_mode).
+        stateful = {cid for cid, spec in specs.items()
+                    if isinstance(spec.obj, BaseStatefulBolt if spec.kind == "bolt" else BaseStatefulSpout)}
+        if stateful and CHECKPOINT_COMPONENT in specs:
+            raise InvalidTopologyError(f"component id {CHECKPOINT_COMPONENT!r} is reserved for the checkpoint spout "
+                                       f"of a topology with stateful components")
         components: dict[str, ComponentStructure] = {}
         for spec in specs.values():
             _check_instance(spec)
             streams = _declared_streams(spec)
             if isinstance(spec.obj, BaseWindowedBolt):
                 _windowed_streams(spec, streams)
-            if spec.checkpoint_stream:
-                if CHECKPOINT_STREAM in streams:
-                    raise InvalidTopologyError(f"{spec.kind} {spec.id!r} declares stream {CHECKPOINT_STREAM!r}, which is "
-                                               f"reserved for checkpoints in a topology with stateful bolts")
-                streams[CHECKPOINT_STREAM] = CHECKPOINT_STREAM_SPEC
-            comp = components[spec.id] = ComponentStructure(
+            if stateful and (spec.kind == "bolt" or spec.id in stateful) and CHECKPOINT_STREAM in streams:
+                raise InvalidTopologyError(f"{spec.kind} {spec.id!r} declares stream {CHECKPOINT_STREAM!r}, which is "
+                                           f"reserved for checkpoints in a topology with stateful bolts")
+            conf = _component_conf(spec)
+            if spec.kind == "spout" and isinstance(spec.obj, RewindableSpout):
+                conf[REWINDABLE_SPOUT] = True
+            components[spec.id] = ComponentStructure(
                 id=spec.id, kind=spec.kind, parallelism=spec.parallelism, num_tasks=spec.num_tasks,
-                conf=_component_conf(spec), inputs=tuple(sub for sub, _custom in spec.inputs),
-                streams=streams)
+                conf=conf, inputs=tuple(sub for sub, _custom in spec.inputs), streams=streams)
+        objs = {cid: spec.obj for cid, spec in specs.items()}
+        if stateful:
+            components = wire_checkpoints(components, stateful)
+            objs[CHECKPOINT_COMPONENT] = CheckpointSpout()
+        for comp in components.values():
             check_component(comp)
         customs: dict[tuple[str, int], Any] = {}
-        for spec in specs.values():
-            for i, (sub, custom) in enumerate(spec.inputs):
-                check_subscription(components[spec.id], sub, components)
+        for comp in components.values():
+            custom_of = dict(enumerate(c for _s, c in specs[comp.id].inputs)) if comp.id in specs else {}
+            for i, sub in enumerate(comp.inputs):
+                check_subscription(comp, sub, components)
                 if sub.grouping.kind == "custom":
+                    custom = custom_of.get(i)
                     if not callable(getattr(custom, "choose_tasks", None)):
                         raise InvalidTopologyError(
-                            f"bolt {spec.id!r}: custom grouping on {sub.source!r} must have a "
+                            f"bolt {comp.id!r}: custom grouping on {sub.source!r} must have a "
                             f"choose_tasks(task_id, values) method")
-                    customs[(spec.id, i)] = custom
+                    customs[(comp.id, i)] = custom
         structure = TopologyStructure(components)
         for cycle in structure.cycles:
             log.warning("topology has a cycle: %s. Tuples can go round it, but with every queue on it "
                         "full it deadlocks unless topology.max.spout.pending bounds the tuples in flight",
                         cycle)
-        return StormTopology(structure, {cid: spec.obj for cid, spec in specs.items()}, customs)
+        return StormTopology(structure, objs, customs)
 
 
-def _with_checkpoints(specs: Mapping[str, _BuildSpec]) -> dict[str, _BuildSpec]:
-    """The components to build: as given, or, when a bolt or spout is stateful, with Storm's
-    checkpoint wiring added (the `$checkpointspout`, every bolt declaring and reading
-    `$checkpoint`, stateful spouts passing it on). Copies: the builder's own specs stay as the
-    user declared them."""
-    stateful = {cid for cid, spec in specs.items() if spec.kind == "bolt" and isinstance(spec.obj, BaseStatefulBolt)}
-    stateful_spouts = {cid for cid, spec in specs.items()
-                       if spec.kind == "spout" and isinstance(spec.obj, BaseStatefulSpout)}
-    if not stateful and not stateful_spouts:
-        return dict(specs)
-    if CHECKPOINT_COMPONENT in specs:
-        raise InvalidTopologyError(f"component id {CHECKPOINT_COMPONENT!r} is reserved for the checkpoint spout "
-                                   f"of a topology with stateful components")
-    plain_spouts = [cid for cid, spec in specs.items() if spec.kind == "spout" and cid not in stateful_spouts]
-    out: dict[str, _BuildSpec] = {}
-    for cid, spec in specs.items():
-        if spec.kind == "bolt":
-            extra = [(sub, None) for sub in checkpoint_inputs((s for s, _c in spec.inputs), plain_spouts)]
-            conf = {**spec.conf, "topology.bolts.stateful": True} if cid in stateful else dict(spec.conf)
-            spec = replace(spec, inputs=[*spec.inputs, *extra], conf=conf, checkpoint_stream=True)
-        elif cid in stateful_spouts:
-            spec = replace(spec, conf={**spec.conf, "topology.spouts.stateful": True}, checkpoint_stream=True)
-        out[cid] = spec
-    out[CHECKPOINT_COMPONENT] = _BuildSpec(id=CHECKPOINT_COMPONENT, kind="spout", obj=CheckpointSpout(),
-                                           parallelism=1)
-    return out
+def for_mode(topology: StormTopology, conf: Mapping[str, Any]) -> StormTopology:
+    """The topology to run under its effective `conf` (Nimbus's, a worker's): its RewindableSpouts
+    wired as stateful spouts in exactly-once mode (executor/checkpoint/wiring.py, for_mode)."""
+    structure = wiring_for_mode(topology.structure, conf)
+    if structure is topology.structure:
+        return topology
+    objs = topology.objs if CHECKPOINT_COMPONENT in topology.objs else {**topology.objs,
+                                                                       CHECKPOINT_COMPONENT: CheckpointSpout()}
+    # user inputs keep their places (checkpoint subscriptions come after them): customs stay valid
+    return StormTopology(structure, objs, topology.custom_groupings)
 
 
 def _check_instance(spec: _BuildSpec) -> None:

@@ -21,7 +21,7 @@ from executor.adapting import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BoltExecutor
 from executor.checkpoint.barrier_mode import WorkerLosses, barrier_only
-from executor.checkpoint.wiring import is_checkpointed
+from executor.checkpoint.wiring import STATEFUL_SPOUT, is_checkpointed
 from executor.context import TopologyContext
 from executor.errors import ComponentError
 from executor.layout import TopologyLayout
@@ -214,7 +214,7 @@ class Worker:
         obj = copy_for_task(self.topology.objs[comp], comp)
         if kind == "bolt":
             return adapt_bolt(obj, self._checkpointed, self.losses)
-        return adapt_spout(obj)
+        return adapt_spout(obj, bool(self.topology.components[comp].conf.get(STATEFUL_SPOUT)))
 
     # ---- routing changes ----
     def update_routing(self, task_address: Mapping[int, Hashable]) -> bool:

@@ -42,6 +42,7 @@ from executor.lifecycle import PeriodicThread, Service
 from executor.log_levels import KEEPER
 from executor.package import MANIFEST_NAME, load_manifest_file, without_daemon_keys
 from executor.stats_keeper import carried_from_heartbeats
+from executor.topology import for_mode
 from executor.topology_file import load_topology_file
 from executor.worker import Worker, WorkerEvents, WorkerSpec
 from executor.worker_plan import task_addresses
@@ -143,7 +144,8 @@ class WorkerProcess(Service):
         self.cluster = self.runtime.cluster_state(self.conf)
         self.on_stop(self._disconnect, "ZooKeeper connection")
         try:
-            topology = self.runtime.load_topology(self.storm_id, code_dir)
+            # wired for its mode as Nimbus wired it (executor/checkpoint/wiring.py, for_mode)
+            topology = for_mode(self.runtime.load_topology(self.storm_id, code_dir), self.conf)
         except InvalidTopologyError as exc:
             self._report(WORKER_ERRORS, f"worker {self.host}:{self.port} refused to start: {exc}")
             raise WorkerStartError(str(exc)) from None

@@ -67,6 +67,7 @@ from daemons.nimbus.transitions import (
 )
 from daemons.rpc.protocol import UnavailableError
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.checkpoint.wiring import for_mode
 from executor.errors import AlreadyAliveError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout, compute_layout, num_ackers
 from executor.package import (
@@ -168,6 +169,7 @@ class NimbusCore:
             now = self.clock()
             storm_id = f"{name}-{next(self._counter)}-{int(now)}"
             conf = self._topology_conf(name, storm_id, submitted_conf, overrides or {})
+            structure = for_mode(structure, conf)  # workers wire it so from the same conf
             check_topology(structure, conf)
             num_workers = int(conf["topology.workers"])
             layout = compute_layout(structure, conf, num_workers)
@@ -547,7 +549,8 @@ class NimbusCore:
                 raise UnavailableError(f"the code of topology {storm_id} is not on this Nimbus yet (a new leader "
                                        "copies it from the other Nimbus daemons); try again shortly")
             structure = self.store.read_structure(storm_id, max_bytes=int(self.conf["storm.package.max.bytes"]))
-            meta = self._meta[storm_id] = _Topology(structure, self.store.read_conf(storm_id))
+            conf = self.store.read_conf(storm_id)
+            meta = self._meta[storm_id] = _Topology(for_mode(structure, conf), conf)
         return meta
 
     def _state(self, storm_id: str, base: StormBase) -> TopologyState:

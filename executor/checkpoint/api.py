@@ -44,6 +44,16 @@ class BaseStatefulSpout(StatefulComponent, Spout):
     `pre_commit(txid)` and `pre_rollback()` are called before its state acts, as a bolt's."""
 
 
+class RewindableSpout(StatefulComponent, Spout):
+    """A spout for either mode (beyond Storm): in Storm's acked mode a plain Spout (`ack` and
+    `fail` per tuple, failed tuples emitted again), and with `topology.state.exactly.once: true` a
+    BaseStatefulSpout (its read position its state: `init_state` before the first `next_tuple`
+    and after every rollback, `ack` once the checkpoint after the tuple commits, no `fail`). The
+    mode is the topology's config, known at submit, not when the topology is built: the
+    checkpoint wiring follows it then (executor/checkpoint/wiring.py, `for_mode`); `open` reads
+    it from its conf. `RedisStreamSpout` and `DirectorySpout` are such spouts."""
+
+
 class BaseStatefulWindowedBolt(BaseWindowedBolt, BaseStatefulBolt):
     """A windowed bolt with state (Storm's IStatefulWindowedBolt): `init_state(state)` before the
     first window. A tuple is acked once the window(s) it belongs to executed (a tumbling window's

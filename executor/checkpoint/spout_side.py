@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 
 from executor.adapters import SpoutAdapter
-from executor.checkpoint.api import BaseStatefulSpout
 from executor.checkpoint.barrier_mode import RollbackAsker, coordinator_task
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
@@ -26,6 +25,7 @@ from executor.checkpoint.protocol import (
     check_restore,
     state_namespace,
 )
+from executor.components import Spout
 from executor.serialization import ACKER_FAIL
 from executor.tuple import Tuple
 
@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 
 class StatefulSpoutAdapter(SpoutAdapter):
-    """Runs a BaseStatefulSpout: nothing is emitted before its state is initialised."""
+    """Runs a BaseStatefulSpout (or a RewindableSpout in exactly-once mode): nothing is emitted
+    before its state is initialised."""
 
     takes_barriers = True
 
@@ -67,7 +68,7 @@ class StatefulSpoutAdapter(SpoutAdapter):
     def wants_acks(self) -> bool:
         """Whether the spout acts on acks (a Redis stream's XACK): one that keeps the base class's
         no-op is not told, and nothing is kept for it."""
-        return type(self.user).ack is not BaseStatefulSpout.ack
+        return type(self.user).ack is not Spout.ack
 
     def activate(self) -> None:
         self.user.activate()

@@ -1,16 +1,73 @@
 """How a topology with a stateful bolt is wired for checkpoints (Storm's TopologyBuilder:
-maybeAddCheckpointSpout, addCheckPointInputs), and the submit-time rules, as pure functions."""
+maybeAddCheckpointSpout, addCheckPointInputs), and the submit-time rules, as pure functions.
+
+The wiring is a function of the structure alone, so that it can follow the topology's mode
+where the mode is known: TopologyBuilder wires what is stateful whatever the mode, and Nimbus
+and every worker wire a RewindableSpout as a stateful spout once the effective config says
+exactly-once (`for_mode`); the package keeps the structure as the builder made it."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Collection, Iterable, Mapping
 
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_FIELDS, CHECKPOINT_STREAM
 from executor.errors import InvalidTopologyError
-from executor.structure import Grouping, StreamSpec, Subscription, TopologyStructure
+from executor.structure import ComponentStructure, Grouping, StreamSpec, Subscription, TopologyStructure
 from executor.tuple import Fields
 
 CHECKPOINT_STREAM_SPEC = StreamSpec(Fields(list(CHECKPOINT_FIELDS)), False)
+# The marks a component of a topology with checkpoints carries in its conf (set here, and by
+# TopologyBuilder for a RewindableSpout).
+STATEFUL_BOLT = "topology.bolts.stateful"
+STATEFUL_SPOUT = "topology.spouts.stateful"
+REWINDABLE_SPOUT = "topology.spouts.rewindable"
+
+
+def wire_checkpoints(components: Mapping[str, ComponentStructure], stateful: Collection[str]
+                     ) -> dict[str, ComponentStructure]:
+    """The components with Storm's checkpoint wiring for the `stateful` ones (bolts and spouts):
+    the `$checkpointspout` added (last), every bolt declaring `$checkpoint` and reading it from
+    its inputs (checkpoint_inputs), each stateful component marked in its conf, each stateful
+    spout declaring `$checkpoint` (it passes the steps on in line with its tuples). A structure
+    wired before is wired again from its own inputs (its `$checkpoint` subscriptions recomputed)."""
+    spouts = [cid for cid, c in components.items() if c.kind == "spout" and cid != CHECKPOINT_COMPONENT]
+    plain_spouts = [cid for cid in spouts if cid not in stateful]
+    out: dict[str, ComponentStructure] = {}
+    for cid, c in components.items():
+        if cid == CHECKPOINT_COMPONENT:
+            continue
+        streams = {**c.streams, CHECKPOINT_STREAM: CHECKPOINT_STREAM_SPEC}
+        if c.kind == "bolt":
+            own = [sub for sub in c.inputs if sub.stream != CHECKPOINT_STREAM]
+            conf = {**c.conf, STATEFUL_BOLT: True} if cid in stateful else c.conf
+            c = replace(c, inputs=(*own, *checkpoint_inputs(own, plain_spouts)), conf=conf, streams=streams)
+        elif cid in stateful:
+            c = replace(c, conf={**c.conf, STATEFUL_SPOUT: True}, streams=streams)
+        out[cid] = c
+    out[CHECKPOINT_COMPONENT] = ComponentStructure(
+        id=CHECKPOINT_COMPONENT, kind="spout", parallelism=1, num_tasks=None, conf={}, inputs=(),
+        streams={CHECKPOINT_STREAM: CHECKPOINT_STREAM_SPEC})
+    return out
+
+
+def exactly_once(conf: Mapping[str, Any]) -> bool:
+    return bool(conf.get("topology.state.exactly.once"))
+
+
+def for_mode(structure: TopologyStructure, conf: Mapping[str, Any]) -> TopologyStructure:
+    """The structure to run under `conf`: as given, or, in exactly-once mode, with its
+    RewindableSpouts wired as stateful spouts (their read position checkpointed; the bolts
+    reading them take the checkpoint from them). Idempotent."""
+    if not exactly_once(conf):
+        return structure
+    comps = structure.components
+    rewinding = {cid for cid, c in comps.items() if c.kind == "spout" and c.conf.get(REWINDABLE_SPOUT)
+                 and not c.conf.get(STATEFUL_SPOUT)}
+    if not rewinding:
+        return structure
+    stateful = {cid for cid, c in comps.items() if c.conf.get(STATEFUL_BOLT) or c.conf.get(STATEFUL_SPOUT)}
+    return TopologyStructure(wire_checkpoints(comps, stateful | rewinding))
 
 
 def checkpoint_inputs(inputs: Iterable[Subscription], spouts: Iterable[str]) -> list[Subscription]:
@@ -42,7 +99,7 @@ def check_checkpointing(structure: TopologyStructure, conf: Mapping[str, Any]) -
                 f"spouts ({', '.join(repr(c) for c in sorted(structure.spouts))}) must be BaseStatefulSpouts")
         return
     stateful = sorted(c.id for c in structure.components.values()
-                      if c.conf.get("topology.bolts.stateful") or c.conf.get("topology.spouts.stateful"))
+                      if c.conf.get(STATEFUL_BOLT) or c.conf.get(STATEFUL_SPOUT))
     what = ", ".join(repr(s) for s in stateful) or "stateful components"
     ackers = conf.get("topology.acker.executors")
     if ackers is not None and int(ackers) == 0:
@@ -54,12 +111,12 @@ def check_checkpointing(structure: TopologyStructure, conf: Mapping[str, Any]) -
             f"topology has stateful component(s) {what} but topology.enable.message.timeouts is false: "
             f"a lost checkpoint would stop every later one")
     spouts = [cid for cid in sorted(structure.spouts) if cid != CHECKPOINT_COMPONENT]
-    plain = [cid for cid in spouts if not structure.components[cid].conf.get("topology.spouts.stateful")]
+    plain = [cid for cid in spouts if not structure.components[cid].conf.get(STATEFUL_SPOUT)]
     if conf.get("topology.state.exactly.once"):
         if plain:
             raise InvalidTopologyError(
-                f"topology.state.exactly.once needs every spout to be a BaseStatefulSpout (its read position "
-                f"checkpointed); not: {', '.join(repr(c) for c in plain)}")
+                f"topology.state.exactly.once needs every spout to rewind to a checkpoint: a BaseStatefulSpout "
+                f"or a RewindableSpout (RedisStreamSpout, DirectorySpout); not: {', '.join(repr(c) for c in plain)}")
     elif len(plain) < len(spouts):
         raise InvalidTopologyError(
             f"stateful spout(s) {', '.join(repr(c) for c in spouts if c not in plain)} rewind on a rollback, "

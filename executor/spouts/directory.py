@@ -10,7 +10,8 @@ import os
 import time
 from collections import deque
 
-from executor.components import Spout
+from executor.checkpoint.api import RewindableSpout
+from executor.checkpoint.wiring import exactly_once
 from executor.errors import ClearError, InvalidTopologyError
 from executor.spouts.directory_ledger import (
     MARKER_SUFFIX,
@@ -36,6 +37,9 @@ _FLUSH_SECS = 0.05       # offsets are written at most this often (and on deacti
 _BATCH = 64              # lines read or replayed per next_tuple call: it must return quickly
 _UNCOMMITTED_PER_IN_FLIGHT = 10  # read-ahead past an unacked line, as storm-kafka-client's maxUncommittedOffsets
 _SKIP_CHUNK = 1 << 16    # bytes read at a time while skipping an over-long line
+IN_FLIGHT = 1000                  # max_in_flight's default: acked mode
+IN_FLIGHT_EXACTLY_ONCE = 100_000  # ... exactly-once, where a line is in flight until a commit
+_POSITION = "read position:"      # + a file's name: its state key (exactly-once)
 
 
 class DirectorySpoutError(ClearError):
@@ -126,8 +130,8 @@ def _validated(path, done, max_in_flight, poll_secs, max_line_bytes) -> str:
         raise bad("path", "a non-empty str or os.PathLike naming a directory", path)
     if done not in DONE_MODES:
         raise bad("done", " or ".join(repr(m) for m in DONE_MODES), done)
-    if type(max_in_flight) is not int or max_in_flight < 1:
-        raise bad("max_in_flight", "an int >= 1", max_in_flight)
+    if max_in_flight is not None and (type(max_in_flight) is not int or max_in_flight < 1):
+        raise bad("max_in_flight", "None or an int >= 1", max_in_flight)
     if isinstance(poll_secs, bool) or not isinstance(poll_secs, (int, float)) or not poll_secs > 0:
         raise bad("poll_secs", "a number of seconds > 0", poll_secs)
     if max_line_bytes is not None and (type(max_line_bytes) is not int or max_line_bytes < 1):
@@ -154,7 +158,7 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-class DirectorySpout(Spout):
+class DirectorySpout(RewindableSpout):
     """Emits `[line]` (field `line`, default stream) for each line of each complete file in `path`.
 
     **Files must be complete when they appear**, as for Spark's file source: write a file
@@ -186,12 +190,18 @@ class DirectorySpout(Spout):
     - Parallelism: a file is read by task `stable_hash(name) % tasks` (CRC-32, mixed), so no
       line is read by two tasks and each record has one writer. Run one DirectorySpout component
       per directory.
+    - Exactly-once (`topology.state.exactly.once: true`): a stateful spout. Its read position
+      (per file not yet done: the byte offset and line after the last line emitted) is its
+      checkpointed state instead of the offset records; a line is acked, and a file marked done,
+      once the checkpoint after it commits; at start and after a rollback it reads on from the
+      committed positions. `max_in_flight` defaults to 100,000 there (lines count until a
+      commit; 1,000 in acked mode).
     - Trouble is reported through `collector.report_error` once per occurrence, never raised: a
       missing or unreadable directory (polled until it is back), an unreadable file (retried at
       later scans), a file deleted or replaced while being read (its unacked lines are dropped).
     """
 
-    def __init__(self, path, done: str = "marker", *, max_in_flight: int = 1000, poll_secs: float = 0.2,
+    def __init__(self, path, done: str = "marker", *, max_in_flight: int | None = None, poll_secs: float = 0.2,
                  max_line_bytes: int | None = None):
         self.path = _validated(path, done, max_in_flight, poll_secs, max_line_bytes)
         self.done = done
@@ -208,7 +218,12 @@ class DirectorySpout(Spout):
         self._dir = os.path.abspath(self.path)
         self._store = OffsetStore(os.path.join(self._dir, OFFSETS_DIR))
         self._task_index, self._num_tasks = _task_position(context)
-        self._limit = in_flight_limit(self.max_in_flight, conf.get("topology.max.spout.pending"))
+        self._exactly_once = once = exactly_once(conf)
+        own = self.max_in_flight or (IN_FLIGHT_EXACTLY_ONCE if once else IN_FLIGHT)
+        self._limit = in_flight_limit(own, conf.get("topology.max.spout.pending"))
+        self._state = None
+        self._positions: dict[str, list] = {}  # exactly-once: the committed ones, by file name
+        self._finished: set[str] = set()       # exactly-once: files done since the last prepare
         tuple_max = int(conf.get("topology.max.tuple.size.bytes") or 16 << 20)
         # U+FFFD takes 3 bytes for 1 bad byte: a quarter of the tuple bound always fits in a tuple
         self._max_line = self.max_line_bytes or max(1, tuple_max // 4)
@@ -239,6 +254,33 @@ class DirectorySpout(Spout):
         for f in self._files.values():
             f.close()
         self._reading = None
+
+    # ---- exactly-once (executor/checkpoint/spout_side.py calls these) ----
+    def init_state(self, state) -> None:
+        """At start and after every rollback: forget what was read since the committed positions
+        and read on from them (the files are opened again at the next scan)."""
+        self._state = state
+        self._positions = {key[len(_POSITION):]: value for key, value in state.items()
+                           if isinstance(key, str) and key.startswith(_POSITION)}
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+        self._queue.clear()
+        self._reading = None
+        self._in_flight.clear()
+        self._replay.clear()
+        self._dirty.clear()
+        self._finished.clear()
+        self._next_scan = 0.0
+
+    def pre_prepare(self, txid: int) -> None:
+        """The read positions into the state the checkpoint stores (once per checkpoint)."""
+        state = self._state
+        for name in self._finished:
+            state.delete(_POSITION + name)
+        self._finished.clear()
+        for f in self._files.values():
+            state.put(_POSITION + f.name, [f.pos, f.line_no - 1, *f.identity])
 
     # ---- the spout loop ----
     def next_tuple(self) -> None:
@@ -323,7 +365,9 @@ class DirectorySpout(Spout):
         if not valid:
             self._note_bad_utf8(f, start, line_no)
         lid = LineId(f.name, start)
-        self._in_flight[lid] = text  # before emit: without ackers, emit acks at once
+        # before emit: without ackers, emit acks at once; exactly-once never replays (a rollback
+        # reads again), so the text is not kept
+        self._in_flight[lid] = True if self._exactly_once else text
         self._collector.emit([text], msg_id=lid)
         return True
 
@@ -374,6 +418,12 @@ class DirectorySpout(Spout):
             self._pruned = True
         busy = set(self._files) | set(self._unmarked)
         self._queue = deque(files_to_read(names, self._task_index, self._num_tasks, exclude=busy))
+        if self._positions:  # exactly-once: the positions of files done (or gone) leave the state
+            present = set(names)
+            gone = [n for n in self._positions if n not in present or n + MARKER_SUFFIX in present]
+            for name in gone:
+                del self._positions[name]
+            self._finished.update(gone)
 
     def _open_next(self) -> _File | None:
         while self._queue:
@@ -408,7 +458,10 @@ class DirectorySpout(Spout):
         return _File(name, path, handle, ledger, st)
 
     def _load(self, name: str, identity: tuple[int, int]) -> FileLedger:
-        """The file's ledger from its record, or a fresh one (from the beginning: at-least-once)."""
+        """The file's ledger from its record, or a fresh one (from the beginning: at-least-once);
+        in exactly-once mode from its committed position."""
+        if self._exactly_once:
+            return self._committed(name, identity)
         try:
             data = self._store.load(name)
             ledger = decode_record(data, name, identity) if data is not None else FileLedger()
@@ -426,6 +479,18 @@ class DirectorySpout(Spout):
             log.info("DirectorySpout: resuming %s at byte %d (line %d), %d lines beyond acked already",
                      name, ledger.committed, ledger.committed_line + 1, len(ledger.acked))
         return ledger
+
+    def _committed(self, name: str, identity: tuple[int, int]) -> FileLedger:
+        position = self._positions.get(name)
+        if position is None:
+            return FileLedger()
+        offset, line, *seen = position
+        if tuple(seen) != identity:
+            log.warning("DirectorySpout: the committed position of %s is for an earlier file of that name; "
+                        "reading it from its beginning", name)
+            return FileLedger()
+        log.info("DirectorySpout: reading %s from its committed position, byte %d (line %d)", name, offset, line + 1)
+        return FileLedger(offset, line)
 
     def _check_tracked(self) -> None:
         """Every poll: notice files deleted or replaced under us, retry marking files done."""
@@ -465,7 +530,10 @@ class DirectorySpout(Spout):
             return
         del self._files[f.name]
         self._dirty.discard(f.name)
-        self._save(f)  # first: a crash before the marking must not replay the file
+        if self._exactly_once:
+            self._finished.add(f.name)  # its position leaves the state at the next checkpoint
+        else:
+            self._save(f)  # first: a crash before the marking must not replay the file
         self._unmarked[f.name] = f
         self._mark_done(f)
 
@@ -510,7 +578,7 @@ class DirectorySpout(Spout):
 
     # ---- offsets ----
     def _flush(self, now: float, force: bool = False) -> None:
-        if not self._dirty or (not force and now - self._last_flush < _FLUSH_SECS):
+        if not self._dirty or self._exactly_once or (not force and now - self._last_flush < _FLUSH_SECS):
             return
         self._last_flush = now
         for name in sorted(self._dirty):

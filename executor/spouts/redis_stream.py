@@ -9,6 +9,13 @@ unacked for twice the message timeout, and a task that restarts under its old co
 first emits again what it had pending. An entry whose fields are not text goes to a dead-letter
 stream (`<stream>:dead-letter` by default) with the reason, and is acked in the source stream.
 
+With `topology.state.exactly.once: true` it is a stateful spout (a RewindableSpout): its read
+position (per stream, the newest entry id emitted) is its checkpointed state, an entry is
+XACKed only once the checkpoint after it commits, and at start and after a rollback it emits
+again its own pending entries past the committed position (those up to it, committed but not
+yet XACKed when a worker died, are XACKed). No entry is taken over from another consumer: each
+task's pending list is part of its own checkpointed read, and tasks keep their consumer names.
+
 The spout's calls never wait on Redis: a thread of its own (executor/spouts/stream_fetcher.py)
 owns its connections, reads ahead what the in-flight budget admits and sends the acks. A Redis
 it cannot reach is one error line naming host:port, retried with a back-off; the tuples in
@@ -19,7 +26,8 @@ from __future__ import annotations
 
 import logging
 
-from executor.components import Spout
+from executor.checkpoint.api import RewindableSpout
+from executor.checkpoint.wiring import exactly_once
 from executor.errors import ClearError, InvalidTopologyError
 from executor.spouts.stream_cursor import StreamCursor
 from executor.spouts.stream_fetcher import FetchSettings, StreamFetcher
@@ -35,24 +43,33 @@ from executor.state.redis_client import RedisSettings
 log = logging.getLogger(__name__)
 
 WHO = "RedisStreamSpout"
+IN_FLIGHT = 1000                # max_in_flight's default: acked mode
+IN_FLIGHT_EXACTLY_ONCE = 100_000  # ... exactly-once, where an entry is in flight until a commit
+_POSITION = "read position:"     # + stream: its state key
 
 
 class RedisStreamError(ClearError):
     """A one-line problem with the spout's Redis (reported as the component's error)."""
 
 
-class RedisStreamSpout(Spout):
+class RedisStreamSpout(RewindableSpout):
     """Emits `[entry_id, fields]` (output fields `id`, `fields`; `fields` a dict of str to str)
     for every entry of `stream` (a name, or a list of names) delivered to this task as a consumer
     of `group`; the group is created at `start` ('$', '0' or an entry id) when absent.
 
+    `max_in_flight`: entries emitted and not yet acked, at most (lowered by
+    `topology.max.spout.pending`); default 1,000, and 100,000 in exactly-once mode, where an
+    entry is acked at the commit of the checkpoint after it (size it for the rate times
+    `topology.state.checkpoint.interval.ms`).
+
     Keyword options: `db`; `consumer` (the name prefix; default `<topology>-<component>`, the task
     index appended); `batch` (entries per read); `dead_letter_stream` (default
     `<stream>:dead-letter`); `max_deliveries` (after this many failures an entry is
-    dead-lettered; default never, Storm's default); `timeout` (seconds per Redis call)."""
+    dead-lettered; default never, Storm's default; no failures in exactly-once mode); `timeout`
+    (seconds per Redis call)."""
 
     def __init__(self, stream, group: str, host: str = "127.0.0.1", port: int = 6379, start: str = "0",
-                 password: str | None = None, max_in_flight: int = 1000, *, db: int = 0,
+                 password: str | None = None, max_in_flight: int | None = None, *, db: int = 0,
                  consumer: str | None = None, batch: int = 500, dead_letter_stream: str | None = None,
                  max_deliveries: int | None = None, timeout: float = 2.0):
         self.streams = check_streams(stream)
@@ -72,7 +89,7 @@ class RedisStreamSpout(Spout):
         self.port = port
         self.start = check_start(start)
         self.password = password
-        self.max_in_flight = check_positive("max_in_flight", max_in_flight)
+        self.max_in_flight = check_positive("max_in_flight", max_in_flight, allow_none=True)
         self.db = db
         self.consumer = consumer
         self.batch = check_positive("batch", batch)
@@ -92,15 +109,17 @@ class RedisStreamSpout(Spout):
         self._collector = collector
         where = f"{WHO} {context.this_component_id!r}"
         prefix = self.consumer or f"{conf.get('topology.name') or context.storm_id}-{context.this_component_id}"
+        self._exactly_once = once = exactly_once(conf)
+        own = self.max_in_flight or (IN_FLIGHT_EXACTLY_ONCE if once else IN_FLIGHT)
         max_pending = conf.get("topology.max.spout.pending") or 0
-        limit = min(self.max_in_flight, max_pending) if max_pending > 0 else self.max_in_flight
+        limit = min(own, max_pending) if max_pending > 0 else own
         self._ledger = ledger = StreamLedger(limit, self.max_deliveries)
         settings = FetchSettings(
             streams=self.streams, group=self.group, consumer=f"{prefix}-{context.this_task_index}",
             start=self.start, batch=self.batch, min_read=max(1, min(self.batch, limit // 4)),
             claim_idle_ms=claim_idle_ms(conf.get("topology.message.timeout.secs", 30)), where=where,
             dead_letter=lambda stream: self.dead_letter_stream or f"{stream}:dead-letter",
-            password_from=f"{WHO}(password=...)")
+            password_from=f"{WHO}(password=...)", exactly_once=once)
         redis = RedisSettings(self.host, self.port, self.db, self.password, "", self.timeout)
         self._fetcher = fetcher = StreamFetcher(settings, redis, lambda: cursor.budget())
         self._cursor = cursor = StreamCursor(ledger, fetcher, collector.emit, self.streams,
@@ -108,7 +127,9 @@ class RedisStreamSpout(Spout):
                                              on_problems=self._report_problems)
         # Per tuple, the executor calls the cursor's (compiled) methods without this class's frame.
         self.next_tuple, self.ack = cursor.next_tuple, cursor.ack
-        fetcher.start()
+        self._state = None
+        if not once:  # exactly-once: at init_state, from the committed position
+            fetcher.start()
 
     def next_tuple(self) -> None:  # until open: nothing to emit
         pass
@@ -127,6 +148,20 @@ class RedisStreamSpout(Spout):
             self._ledger.forget(key)
             self._fetcher.dead.append((key, None, f"it failed {self.max_deliveries} time(s)"))
         self._fetcher.wake()
+
+    # ---- exactly-once (executor/checkpoint/spout_side.py calls these) ----
+    def init_state(self, state) -> None:
+        """At start and after every rollback: emit again from the committed read position."""
+        self._state = state
+        positions = {s: p for s in self.streams if (p := state.get(_POSITION + s)) is not None}
+        self._fetcher.rewind(self._cursor.rewind(), positions)
+        if not self._fetcher.started:
+            self._fetcher.start()
+
+    def pre_prepare(self, txid: int) -> None:
+        """The read position into the state the checkpoint stores (once per checkpoint, not per tuple)."""
+        for stream, entry_id in self._cursor.positions().items():
+            self._state.put(_POSITION + stream, entry_id)
 
     def deactivate(self) -> None:
         self._fetcher.wake()  # acks out now

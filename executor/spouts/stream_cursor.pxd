@@ -19,6 +19,9 @@ cdef class StreamCursor:
     cdef Py_ssize_t pos
     cdef int kind
     cdef object stream
+    cdef dict last
+    cdef Py_ssize_t rewinds
+    cdef Py_ssize_t awaiting
 
     cpdef Py_ssize_t budget(self)
     cpdef bint next_tuple(self)

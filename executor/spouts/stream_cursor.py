@@ -9,8 +9,8 @@ collector and acks back to the fetcher (executor/spouts/stream_fetcher.py).
 
 from __future__ import annotations
 
-from executor.spouts.stream_fetcher import GONE, NEW
-from executor.spouts.stream_ledger import StreamLedger, UnmappableEntry, map_fields
+from executor.spouts.stream_fetcher import GONE, NEW, REWOUND
+from executor.spouts.stream_ledger import StreamLedger, UnmappableEntry, later_id, map_fields
 
 DEFAULT_STREAM = "default"
 
@@ -35,6 +35,11 @@ class StreamCursor:
         self.pos = 0
         self.kind = NEW
         self.stream = streams[0]
+        # exactly-once: per stream, the newest entry of the batches emitted (a batch is in id
+        # order); and the number of the rewind whose REWOUND item the cursor waits for (0: none)
+        self.last = {}
+        self.rewinds = 0
+        self.awaiting = 0
 
     def budget(self) -> int:
         """What the spout could take now: the ledger's free slots less the entries handed over
@@ -48,9 +53,20 @@ class StreamCursor:
         ledger = self.ledger
         while True:
             if self.pos >= len(self.batch):
+                if self.batch:
+                    self.last[self.stream] = self.batch[-1][0]
+                    self.batch = []
+                    self.pos = 0
                 if not self.ready:
                     return False
-                self.kind, self.stream, self.batch = self.ready.popleft()
+                fetched = self.ready.popleft()
+                if self.awaiting:  # what the fetcher had before the rewind: the rolled-back past
+                    if fetched[0] == REWOUND and fetched[1] == self.awaiting:
+                        self.awaiting = 0
+                    else:
+                        self.taken += len(fetched[2])
+                    continue
+                self.kind, self.stream, self.batch = fetched
                 self.pos = 0
                 if not self.ready:
                     self.fetcher.wake()  # read ahead before this batch runs out
@@ -84,6 +100,26 @@ class StreamCursor:
             self.acks.append(key)  # sent with the next read (stream_fetcher.py)
             if self.budget() == self.wake_at:  # acks free one slot each: it passes this once
                 self.fetcher.wake()
+
+    def rewind(self) -> int:
+        """Exactly-once, at the spout's init_state: forget what was emitted or read ahead (the
+        spout emits again from its committed position); the number the fetcher's REWOUND item
+        will carry, after which its batches are the rewound reads."""
+        self.taken += len(self.batch) - self.pos
+        self.batch = []
+        self.pos = 0
+        self.ledger.clear()
+        self.last = {}
+        self.rewinds += 1
+        self.awaiting = self.rewinds
+        return self.rewinds
+
+    def positions(self) -> dict:
+        """Exactly-once: per stream, the id of the newest entry emitted since the last rewind."""
+        last = dict(self.last)
+        if self.pos > 0:
+            last[self.stream] = later_id(last.get(self.stream), self.batch[self.pos - 1][0])
+        return last
 
     def key(self, msg_id) -> tuple:
         """The (stream, entry id) of a message id."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Callable, NamedTuple
 
-from executor.spouts.stream_ledger import later_id, original_bytes, retry_delay
+from executor.spouts.stream_ledger import later_id, original_bytes, retry_delay, split_at
 from executor.spouts.stream_wire import StreamWire
 from executor.state.redis_client import RedisSettings, connect, problem_of
 
@@ -39,7 +39,7 @@ EMPTY_READ_WAIT_SECS = 0.005  # after a read that found nothing new
 ACKS_ALONE_AFTER_SECS = 0.25  # acks ride on the next read; sent alone only once they waited this
                               # long (a round trip of acks alone delays the next read by as much)
 
-NEW, REPLAY, GONE = 0, 1, 2  # what a Fetched item is
+NEW, REPLAY, GONE, REWOUND = 0, 1, 2, 3  # what a Fetched item is
 
 
 RAW_REPLIES = ("XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XRANGE")
@@ -49,7 +49,8 @@ _SECOND = itemgetter(1)  # a (stream, entry id) key's id; an [entry id, fields] 
 class Fetched(NamedTuple):
     """Entries of one stream for the spout, in the order they are to be emitted."""
 
-    kind: int          # NEW (read, recovered or claimed from a dead consumer), REPLAY, GONE
+    kind: int          # NEW (read, recovered or claimed from a dead consumer), REPLAY, GONE, or
+                       # REWOUND: what follows is read after the rewind numbered `stream`
     stream: str
     entries: list      # [entry_id, [name, value, ...]] each (the fields None for GONE)
 
@@ -66,6 +67,8 @@ class FetchSettings:
     where: str                         # "RedisStreamSpout 'events'", for log and error lines
     dead_letter: Callable[[str], str]  # source stream -> dead-letter stream
     password_from: str
+    exactly_once: bool = False         # no entry taken over from another consumer (each task's
+                                       # pending list is its own checkpointed read)
 
 
 class StreamFetcher:
@@ -93,6 +96,8 @@ class StreamFetcher:
         self._retry_at = 0.0
         self._down_since: float | None = None
         self._recovering = {s: "0" for s in settings.streams}  # own pending entries to emit again
+        self._skip: dict[str, str] = {}  # exactly-once: per stream, the committed read position
+        self._rewind: tuple[int, dict[str, str]] | None = None  # from the spout: (its number, positions)
         self._cursors = {s: "0-0" for s in settings.streams}   # XAUTOCLAIM scan positions
         self._next_claim = time.monotonic() + settings.claim_idle_ms / 2000.0
         self._next_read = 0.0
@@ -107,6 +112,14 @@ class StreamFetcher:
     def wake(self) -> None:
         self._wake.set()
 
+    def rewind(self, number: int, positions: dict[str, str]) -> None:
+        """Exactly-once: emit again, after a REWOUND item with this number, every entry of this
+        consumer's pending list past `positions` (per stream, the newest entry id of the committed
+        checkpoint); the entries up to them are in it and are XACKed, not emitted. The items
+        already in `ready` belong to the rolled-back past (the spout drops them)."""
+        self._rewind = (number, dict(positions))
+        self._wake.set()
+
     def stop(self, timeout: float) -> None:
         """Send what is waiting (acks first) and end the thread."""
         self._stop = True
@@ -115,6 +128,10 @@ class StreamFetcher:
             self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("%s: its Redis thread did not stop within %.1fs", self.s.where, timeout)
+
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
 
     @property
     def connected(self) -> bool:
@@ -157,6 +174,13 @@ class StreamFetcher:
             self._client = None
 
     def _round(self, stopping: bool) -> bool:
+        rewind = self._rewind
+        if rewind is not None and not stopping:
+            self._rewind = None
+            number, self._skip = rewind
+            # this thread alone appends to `ready`: nothing read before this point comes after it
+            self.ready.append(Fetched(REWOUND, number, []))
+            self._recovering = {s: "0" for s in self.s.streams}
         did = self._send_dead()
         if stopping or self.replays or self._recovering:
             did = self._send_acks(self._take_acks()) or did
@@ -166,7 +190,7 @@ class StreamFetcher:
                 return self._claim_back() or did
             return self._recover_own() or did
         now = time.monotonic()
-        if now >= self._next_claim:
+        if now >= self._next_claim and not self.s.exactly_once:
             self._next_claim = now + self.s.claim_idle_ms / 2000.0
             if self._autoclaim():
                 return True
@@ -291,6 +315,11 @@ class StreamFetcher:
                 continue
             seen.add(stream)
             self._recovering[stream] = entries[-1][0]
+            committed = self._skip.get(stream)
+            if committed is not None:  # exactly-once: in the committed checkpoint, its XACK lost
+                entries, done = split_at(entries, committed)
+                if done:
+                    self._client.xack(stream, self.s.group, *done)
             deleted = [i for i, fields in entries if not fields]
             if deleted:  # deleted from the stream while pending: nothing to emit
                 self._client.xack(stream, self.s.group, *deleted)

@@ -60,6 +60,13 @@ def later_id(a: str | None, b: str) -> str:
     return b if a is None or id_order(b) > id_order(a) else a
 
 
+def split_at(entries: list, position: str) -> tuple[list, list[str]]:
+    """Entries ([entry_id, fields] each, in id order) past `position`, and the ids up to it."""
+    limit = id_order(position)
+    done = [e[0] for e in entries if id_order(e[0]) <= limit]
+    return (entries[len(done):] if done else entries), done
+
+
 class UnmappableEntry(ValueError):
     """An entry whose fields are not text: it goes to the dead-letter stream."""
 
@@ -149,6 +156,11 @@ class StreamLedger:
         n = self.fails.get(key, 0) + 1
         self.fails[key] = n
         return self.max_deliveries is None or n < self.max_deliveries
+
+    def clear(self) -> None:
+        """Exactly-once rewind: nothing is in flight (what was is emitted again)."""
+        self.in_flight.clear()
+        self.fails.clear()
 
     def forget(self, key: Key) -> None:
         """An entry given up on (dead-lettered, or gone from the stream)."""

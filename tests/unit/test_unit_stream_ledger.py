@@ -16,6 +16,7 @@ from executor.spouts.stream_ledger import (
     map_fields,
     original_bytes,
     retry_delay,
+    split_at,
 )
 
 pytestmark = pytest.mark.timeout(10)
@@ -92,3 +93,53 @@ def test_validation_of_streams_and_start():
 def test_claim_idle_is_twice_the_message_timeout_and_retries_back_off():
     assert claim_idle_ms(30) == 60_000 and claim_idle_ms(0.1) == 1000
     assert [retry_delay(n) for n in (1, 2, 3, 4, 5, 50)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+def test_split_at_the_committed_position_separates_entries_to_xack_from_entries_to_emit():
+    entries = [["1-0", ["n", "1"]], ["1-1", ["n", "2"]], ["2-0", ["n", "3"]]]
+    assert split_at(entries, "1-1") == ([["2-0", ["n", "3"]]], ["1-0", "1-1"])
+    assert split_at(entries, "0-9") == (entries, [])
+    assert split_at(entries, "9-0") == ([], ["1-0", "1-1", "2-0"])
+
+
+class _Fetcher:
+    """What StreamCursor reads of its fetcher: the ready batches, acks, problems, counters."""
+
+    def __init__(self):
+        from collections import deque
+
+        self.ready, self.acks, self.problems, self.dead = deque(), deque(), deque(), deque()
+        self.offered = 0
+
+    def wake(self):
+        pass
+
+    def put(self, kind, stream, entries):
+        from executor.spouts.stream_fetcher import Fetched
+
+        self.offered += len(entries)
+        self.ready.append(Fetched(kind, stream, entries))
+
+
+def test_a_rewound_cursor_drops_what_was_read_before_it_and_keeps_positions_per_batch():
+    from executor.spouts.stream_cursor import StreamCursor
+    from executor.spouts.stream_fetcher import NEW, REWOUND
+
+    fetcher, emitted = _Fetcher(), []
+    cursor = StreamCursor(StreamLedger(100), fetcher, lambda values, stream, msg_id: emitted.append(msg_id),
+                          ("s",), wake_at=1, on_problems=lambda: None)
+    fetcher.put(NEW, "s", [["1-0", ["n", "1"]], ["1-1", ["n", "2"]]])
+    fetcher.put(NEW, "s", [["2-0", ["n", "3"]]])
+    assert cursor.next_tuple() and cursor.positions() == {"s": "1-0"}
+    assert cursor.next_tuple() and cursor.next_tuple() and cursor.positions() == {"s": "2-0"}
+    fetcher.put(NEW, "s", [["3-0", ["n", "4"]]])      # read ahead before the rewind
+    number = cursor.rewind()
+    assert cursor.positions() == {} and cursor.ledger.in_flight == set()
+    fetcher.put(NEW, "s", [["3-1", ["n", "5"]]])      # still before the fetcher saw the rewind
+    fetcher.put(REWOUND, number, [])
+    fetcher.put(NEW, "s", [["2-0", ["n", "3"]], ["3-0", ["n", "4"]]])  # the pending list again
+    assert cursor.next_tuple() and emitted[-1] == "2-0"   # the stale batches dropped on the way
+    assert cursor.next_tuple() and not cursor.next_tuple()
+    assert emitted == ["1-0", "1-1", "2-0", "2-0", "3-0"]
+    assert cursor.positions() == {"s": "3-0"}
+    assert cursor.budget() == 100 - 2  # the dropped entries count as taken: nothing held

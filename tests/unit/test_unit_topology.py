@@ -552,3 +552,64 @@ def test_a_class_where_an_instance_belongs_names_the_component_and_the_fix(kind)
         b.create_topology()
     cls, comp = ("WordSpout", "words") if kind == "spout" else ("SinkBasic", "sink")
     assert str(err.value) == f"{kind} {comp!r}: got the class {cls}; pass an instance: {cls}()"
+
+
+# ---------------------------------------------------------------- checkpoint wiring by mode
+
+
+def _sources_topology(stateful_bolt: bool):
+    from executor.api import BaseStatefulBolt, RewindableSpout
+
+    class Source(RewindableSpout):
+        def declare_output_fields(self, declarer):
+            declarer.declare(["word"])
+
+    class Sum(BaseStatefulBolt):
+        def init_state(self, state):
+            pass
+
+        def execute(self, tup):
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("source", Source())
+    b.set_spout("plain", WordSpout())
+    b.set_bolt("count", Sum() if stateful_bolt else PassBolt(fields=())).shuffle_grouping("source") \
+        .shuffle_grouping("plain")
+    return b.create_topology()
+
+
+@pytest.mark.parametrize("stateful_bolt", [False, True])
+def test_a_rewindable_spout_is_wired_as_stateful_only_in_exactly_once_mode(stateful_bolt):
+    from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM
+    from executor.structure import Grouping, Subscription
+    from executor.topology import for_mode
+
+    topology = _sources_topology(stateful_bolt)
+    assert topology.components["source"].conf == {"topology.spouts.rewindable": True}
+    # Storm's mode: a plain spout (the checkpoint, if any, comes from the checkpoint spout)
+    assert for_mode(topology, {}) is topology
+    assert (CHECKPOINT_COMPONENT in topology.components) == stateful_bolt
+    once = for_mode(topology, {"topology.state.exactly.once": True})
+    source, count = once.components["source"], once.components["count"]
+    assert source.conf["topology.spouts.stateful"] and CHECKPOINT_STREAM in source.streams
+    cp = [s for s in count.inputs if s.stream == CHECKPOINT_STREAM]
+    assert cp == [Subscription("source", CHECKPOINT_STREAM, Grouping("all")),
+                  Subscription(CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, Grouping("all"))]
+    assert count.inputs[:2] == topology.components["count"].inputs[:2]  # the user's first, in place
+    assert CHECKPOINT_COMPONENT in once.objs and CHECKPOINT_COMPONENT in once.components
+    again = for_mode(once, {"topology.state.exactly.once": True})
+    assert again is once  # idempotent: Nimbus and every worker wire it the same
+    from executor.checkpoint.wiring import for_mode as structure_for_mode
+
+    assert structure_for_mode(topology.structure, {"topology.state.exactly.once": True}) == once.structure
+
+
+def test_exactly_once_names_the_spouts_that_cannot_rewind():
+    from executor.submit_rules import check_topology
+    from executor.topology import for_mode
+
+    conf = {"topology.state.exactly.once": True}
+    topology = for_mode(_sources_topology(True), conf)
+    with pytest.raises(InvalidTopologyError, match="RewindableSpout.*not: 'plain'"):
+        check_topology(topology.structure, conf)

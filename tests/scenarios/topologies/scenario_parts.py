@@ -21,7 +21,9 @@ from executor.api import (
     BaseWindowedBolt,
     BasicBolt,
     Bolt,
+    DirectorySpout,
     FailedException,
+    RedisStreamSpout,
     Spout,
 )
 
@@ -429,3 +431,62 @@ class RecordStatefulWindows(BaseStatefulWindowedBolt):
         self.rec.record("window", values=values, new=[t.values[0] for t in window.get_new()],
                         expired=[t.values[0] for t in window.get_expired()])
         self.collector.emit([sum(values)])
+
+
+class RedisNumbers(RedisStreamSpout):
+    """RedisStreamSpout on the stream `numbers` (group `summer`) of the Redis at port
+    `scenario.redis.port` (topology config): one topology file for any test's server."""
+
+    def __init__(self):
+        super().__init__("numbers", "summer")
+
+    def open(self, conf, context, collector):
+        self.port = int(conf["scenario.redis.port"])
+        super().open(conf, context, collector)
+
+
+class DirectoryNumbers(DirectorySpout):
+    """DirectorySpout on the directory `scenario.source.dir` (topology config); files move to
+    its `done/` once every line is done."""
+
+    def __init__(self):
+        super().__init__("unset", done="move")
+
+    def open(self, conf, context, collector):
+        self.path = conf["scenario.source.dir"]
+        super().open(conf, context, collector)
+
+
+class NumberOf(BasicBolt):
+    """A source's tuple as its number (a Redis entry's field `n`, a line's text), on the fields
+    RELAY_FIELDS; the first time a task sees the number `numbers.fail.once` (topology config),
+    it fails it instead, as Relay does."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(RELAY_FIELDS)
+
+    def prepare(self, conf, context):
+        self.fail_once = conf.get("numbers.fail.once")
+        self.rec = Recorder(conf, context)
+
+    def execute(self, tup, collector):
+        value = tup.values[-1]
+        n = int(value["n"] if isinstance(value, dict) else value)
+        if self.fail_once is not None and n == self.fail_once:
+            self.fail_once = None
+            self.rec.record("failed", values=[n])
+            raise FailedException(f"number {n} failed once, on purpose")
+        collector.emit([n])
+
+
+def source_sum_topology(spout):
+    """`spout` -> NumberOf (2 tasks) -> SumBolt (2 tasks, fields-grouped), exactly once, two
+    workers, a checkpoint every 200 ms: (topology, config) of the sources' scenarios."""
+    from executor.api import TopologyBuilder
+
+    b = TopologyBuilder()
+    b.set_spout("numbers", spout, 1)
+    b.set_bolt("relay", NumberOf(), 2).shuffle_grouping("numbers")
+    b.set_bolt("sum", SumBolt(), 2).fields_grouping("relay", RELAY_FIELDS)
+    return b.create_topology(), {"topology.workers": 2, "topology.state.checkpoint.interval.ms": 200,
+                                 "topology.state.exactly.once": True}
