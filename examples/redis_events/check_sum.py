@@ -1,8 +1,8 @@
-"""Check the events table: one row per event in the dedupe view, and the exact sum.
+"""Check the events table: one row per event, and the exact sum.
 
 usage: python3 examples/redis_events/check_sum.py PATH --events N [--first 1] [--spark-remote sc://HOST:PORT]
-Prints rows (as written, replays included), events (the dedupe view), sum and expected sum;
-exits 0 when the dedupe view holds exactly n = first..first+N-1.
+Prints rows (the raw table, as committed), events (distinct entry ids), sum and expected sum;
+exits 0 when the raw table holds exactly n = first..first+N-1, each once.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from executor.sinks.spark import read_table, reader_session  # noqa: E402
 def check(path: str, events: int, first: int = 1, spark=None) -> dict:
     from pyspark.sql import functions as F
 
-    raw = read_table(path, dedupe=False, spark=spark).count()
-    view = read_table(path, spark=spark)
-    row = view.agg(F.count("*").alias("events"), F.countDistinct("n").alias("distinct"),
-                   F.sum("n").alias("sum"), F.min("n").alias("min"), F.max("n").alias("max")).collect()[0]
+    raw = read_table(path, dedupe=False, spark=spark)
+    row = raw.agg(F.count("*").alias("rows"), F.countDistinct("id").alias("events"),
+                  F.countDistinct("n").alias("distinct"), F.sum("n").alias("sum"), F.min("n").alias("min"),
+                  F.max("n").alias("max")).collect()[0]
     last = first + events - 1
-    result = {"rows": raw, "events": row["events"], "distinct": row["distinct"], "sum": row["sum"] or 0,
+    result = {"rows": row["rows"], "events": row["events"], "distinct": row["distinct"], "sum": row["sum"] or 0,
               "expected_sum": (first + last) * events // 2, "min": row["min"], "max": row["max"]}
-    result["exact"] = (result["events"] == result["distinct"] == events and result["sum"] == result["expected_sum"]
-                       and result["min"] == first and result["max"] == last)
+    result["exact"] = (result["rows"] == result["events"] == result["distinct"] == events
+                       and result["sum"] == result["expected_sum"] and result["min"] == first and result["max"] == last)
     return result
 
 

@@ -1,9 +1,10 @@
 """Exactly-once results end to end from a real source: N numbered events in a Redis stream,
 read by RedisStreamSpout on a dev cluster (the run's shared one: tests/shared_clusters.py; 2
-workers) from a Redis server of the test's own (as `storm-py dev-cluster --redis` offers one) and
-stored by the Spark sink, summed exactly although every worker is SIGKILLed while events flow. The tuples in flight
-at each kill are emitted again (at least once: the table's raw rows may hold them twice); the
-dedupe view on the entry id holds each event once, so its sum is exactly N(N+1)/2.
+workers) from a Redis server of the test's own (as `storm-py dev-cluster --redis` offers one,
+the state provider too) and stored by the Spark sink, exactly once although both workers are
+SIGKILLed in turn while events flow: the raw table (no dedupe view) holds each event once, so
+its sum is exactly N(N+1)/2, and the group's pending list is empty (every entry XACKed once a
+commit covered it).
 
 This is the example a user runs (examples/redis_events/: feed.py, topology.py, check_sum.py)."""
 
@@ -65,8 +66,9 @@ def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path, sh
         storm_id = submit(c.conf_dir, EXAMPLE / "topology.py", "events", f"events.redis.port={port}",
                           f"events.table={table}", "topology.message.timeout.secs=20",
                           f"spark.remote={spark_remote['spark.remote']}",
-                          "topology.max.spout.pending=500")
-        # Kill every worker in turn, each time once events are being acked (stored).
+                          "topology.max.spout.pending=2000", "topology.state.provider=redis",
+                          f"topology.state.provider.config={{host: 127.0.0.1, port: {port}}}")
+        # Kill every worker in turn, each time once events are being acked (committed, stored).
         for round_ in range(2):
             floor = _acked(client)
             wait_until(lambda f=floor: _acked(client) >= f + 1000, DEADLINE,
@@ -85,7 +87,7 @@ def test_numbered_events_are_summed_exactly_once_under_worker_kills(tmp_path, sh
                "--spark-remote", spark_remote["spark.remote"], timeout=300)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["exact"] and out.returncode == 0, result
-    assert result["sum"] == N * (N + 1) // 2 and result["events"] == N and result["rows"] >= N, result
+    assert result["sum"] == N * (N + 1) // 2 and result["events"] == N and result["rows"] == N, result
 
 
 def test_list_says_why_a_redis_stream_topology_reads_nothing(tmp_path, shared_dev_cluster):
