@@ -43,8 +43,10 @@ from executor.api import BaseStatefulBolt, BaseStatefulSpout, TopologyBuilder  #
 # redis-pending-40k: at-least-once on Redis with max spout pending 40,000 (the bound raised, as a
 # Storm user tunes it: a tuple's acks wait ~one checkpoint interval); none: no message ids, no
 # ackers, a plain count (no guarantee)
+# exactly-once-dict: exactly-once with the count kept in a dict and put into the state once per
+# checkpoint (pre_prepare), reloaded after a rollback: what the state layer's get/put per word costs
 VARIANTS = ("plain", "memory", "redis", "memory-100ms", "exactly-once", "exactly-once-redis", "redis-pending-40k",
-            "none")
+            "none", "exactly-once-dict")
 PENDING = 2000
 
 
@@ -62,6 +64,38 @@ class StatefulCount(BaseStatefulBolt):
         w = tup.values[0]
         self.state.put(w, self.state.get(w, 0) + 1)
         self.c.ack(tup)
+
+
+class DictStatefulCount(BaseStatefulBolt):
+    """StatefulCount's counts in a dict, the words changed since the last checkpoint put into the
+    state at pre_prepare; after a rollback (the state restored in place) read back from it."""
+
+    def declare_output_fields(self, declarer):
+        declarer.declare(["word", "count"])
+
+    def prepare(self, conf, context, collector):
+        self.c = collector
+
+    def init_state(self, state):
+        self.state = state
+        self.stale = True
+
+    def execute(self, tup):
+        if self.stale:
+            self.counts, self.changed, self.stale = dict(self.state.items()), set(), False
+        w = tup.values[0]
+        self.counts[w] = self.counts.get(w, 0) + 1
+        self.changed.add(w)
+        self.c.ack(tup)
+
+    def pre_prepare(self, txid):
+        if not self.stale:
+            for w in self.changed:
+                self.state.put(w, self.counts[w])
+            self.changed.clear()
+
+    def pre_rollback(self):
+        self.stale = True
 
 
 class StatefulBenchSpout(BaseStatefulSpout):
@@ -102,7 +136,8 @@ def run_one(variant: str, seconds: float, warmup: float, redis_port: int | None,
     plain = variant in ("plain", "none")
     b.set_spout("spout", StatefulBenchSpout() if eo else BenchSpout(["sentence"], sentence, acked=variant != "none"))
     b.set_bolt("split", Split(), splits).shuffle_grouping("spout")
-    b.set_bolt("count", Count() if plain else StatefulCount()).fields_grouping("split", ["word"])
+    count = Count() if plain else DictStatefulCount() if variant == "exactly-once-dict" else StatefulCount()
+    b.set_bolt("count", count).fields_grouping("split", ["word"])
     pending = None if eo else 40_000 if variant == "redis-pending-40k" else PENDING
     conf = {"topology.workers": 1, "topology.max.spout.pending": pending,
             "topology.state.checkpoint.interval.ms": 100 if variant == "memory-100ms" else 1000,
