@@ -688,6 +688,19 @@ class DevCluster(Service):
         (self.pid_dir / "zookeeper.pid").write_text(f"{zk.pid}\n", encoding="ascii")
         self._wait_ready(["zookeeper"])
 
+    def restart_redis(self, kill: bool = False) -> None:
+        """Stop the cluster's Redis (SIGTERM, or SIGKILL with `kill`: a crash; with `appendfsync
+        always` no acknowledged write is lost either way) and start it again: same port, same data."""
+        server = self.redis
+        if server is None:
+            raise DevClusterError("this dev cluster runs no Redis (start it with redis=True, --redis)")
+        server.kill() if kill else server.stop()
+        try:
+            server.start()
+        except RedisUnavailable as exc:
+            raise DevClusterError(f"redis cannot start again: {str(exc).splitlines()[0]}") from None
+        (self.pid_dir / "redis.pid").write_text(f"{server.pid}\n", encoding="ascii")
+
     def describe(self) -> str:
         """Where everything is, and three commands to try."""
         zk, at = self.zookeeper, self.zookeeper_at

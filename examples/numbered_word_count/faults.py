@@ -7,6 +7,8 @@ Faults (one kind each; `inject` returns once the fault is done, restarts include
   supervisor  SIGKILL a supervisor, start it again (same dir and ports: it re-adopts its workers)
   nimbus      stop Nimbus and start it again
   zookeeper   stop ZooKeeper and start it again (same port, same data dir)
+  redis       SIGKILL the cluster's Redis (the state provider of an exactly-once run) and start
+              it again (same port, same data: its append-only file is synced at every write)
 
 Progress is read from outside, from the spout tasks' committed offsets (numbered_offsets.py).
 A fault's recovery time runs from the fault until every message emitted before it is committed
@@ -32,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 TOPOLOGY = HERE / "topology.py"
 FAULT_KINDS = ("worker", "supervisor", "nimbus", "zookeeper")
+EXACTLY_ONCE_FAULTS = (*FAULT_KINDS, "redis")  # with the cluster's Redis as the state provider
 POLL_SECS = 0.1
 
 
@@ -187,8 +190,10 @@ class NumberedRun:
             cluster.restart_nimbus()
         elif kind == "zookeeper":
             cluster.restart_zookeeper()
+        elif kind == "redis":
+            cluster.restart_redis(kill=True)
         else:
-            raise ValueError(f"unknown fault {kind!r}; one of {FAULT_KINDS}")
+            raise ValueError(f"unknown fault {kind!r}; one of {EXACTLY_ONCE_FAULTS}")
         fault.done_secs = time.monotonic() - fault.started
         log.info("fault %s (%s) injected in %.1fs at %d committed", kind, fault.detail, fault.done_secs,
                  fault.committed_at_fault)

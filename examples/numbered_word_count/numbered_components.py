@@ -6,6 +6,10 @@ number, so the table can be checked against what was sent. Every word occurrence
 (msg, pos, word, count) in the Spark table; the sink's dedupe fields (msg, pos) identify it, so
 a replayed message adds duplicate rows that a dedupe read drops.
 
+With topology.state.exactly.once: true (-c at submit) the spout is a stateful spout (a
+RewindableSpout): its position is checkpointed state, a rollback rewinds it, and the table gets
+each row once (no duplicates to drop). Its offset file then records what the commits covered.
+
 Read from the topology config (set with -c at submit):
   numbered.messages      N, how many messages the source holds (0..N-1)
   numbered.offset.dir    directory of the committed offsets (one file per spout task)
@@ -21,7 +25,7 @@ import time
 
 import numbered_offsets as O
 
-from executor.api import BasicBolt, Spout, TopologyBuilder
+from executor.api import BasicBolt, RewindableSpout, TopologyBuilder
 from executor.sinks.spark import SparkSinkBolt
 
 log = logging.getLogger(__name__)
@@ -53,10 +57,12 @@ def _required(conf, key: str):
     return value
 
 
-class NumberedSpout(Spout):
+class NumberedSpout(RewindableSpout):
     """Like a Kafka spout: resumes from its task's committed offset, commits the lowest
     contiguous acked message, replays failed (and timed-out) ones. Duplicates come only from
-    replays: a restarted task re-emits what was emitted but not committed."""
+    replays: a restarted task re-emits what was emitted but not committed. Exactly once: the
+    next message to send is its checkpointed state (init_state rewinds to it), and its acks
+    (which then come at each commit) move the offset file on."""
 
     def declare_output_fields(self, declarer):
         declarer.declare(["msg", "sentence"])
@@ -83,6 +89,20 @@ class NumberedSpout(Spout):
         log.info("numbered spout %d/%d resumes at %d of %d (emitted before: %d)", self.index, self.tasks,
                  start.committed, count, start.emitted)
         self._save(force=True)
+
+    def init_state(self, state):
+        """Exactly-once, at start and after a rollback: go on after what the last commit holds
+        (everything before it is committed, whether or not its acks reached this task)."""
+        self.state = state
+        self.next_seq = state.get("next", self.committed)
+        self.replay.clear()
+        self.acked.clear()
+        if self.next_seq > self.committed:
+            self.committed = self.next_seq
+            self._save(force=True)
+
+    def pre_prepare(self, txid):
+        self.state.put("next", self.next_seq)
 
     def next_tuple(self):
         if self.replay:
