@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+from operator import itemgetter
 
 from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
 from executor.base import ExecutorBase
 from executor.checkpoint.barrier_mode import RollbackAsker, barrier_only, coordinator_task
-from executor.core.collectors import BasicOutputCollector, OutputCollector, run_basic_batch
+from executor.core.collectors import BasicOutputCollector, OutputCollector, count_inputs, run_basic_batch
 from executor.receive_queue import Calls
 from executor.scheduling import BLOCKED, BUSY, IDLE
 from executor.serialization import (
@@ -24,6 +25,8 @@ from executor.stats import ACKED, EXECUTE_MS, EXECUTE_N, EXECUTED, FAILED
 from executor.wait import BOLT_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
+
+_TUPLE_OF = itemgetter(1)  # of a (task, tuple) entry
 
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
@@ -143,9 +146,8 @@ class BoltExecutor(ExecutorBase):
             first = batch[0][1]
             key = (first.source_component, first.source_stream)
             if key != self._single_input:
-                for _task, tup in batch:
-                    k = (tup.source_component, tup.source_stream)
-                    counts[k] = counts.get(k, 0) + 1
+                # a bolt of a topology with checkpoints always has two inputs or more
+                count_inputs(counts, list(map(_TUPLE_OF, batch)))
                 return
         counts[key] = counts.get(key, 0) + n
 

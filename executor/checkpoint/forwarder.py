@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from operator import attrgetter, itemgetter
 
 from executor.adapters import Adapter, user_component
 from executor.checkpoint.api import CheckpointedOutput
@@ -28,6 +29,9 @@ from executor.checkpoint.protocol import (
 from executor.serialization import TupleColumn
 
 log = logging.getLogger(__name__)
+
+_STREAM_OF = attrgetter("source_stream")
+_TUPLE_OF = itemgetter(1)  # of a (task, tuple) entry
 
 
 class CheckpointHandler(Adapter):
@@ -107,10 +111,11 @@ class CheckpointHandler(Adapter):
                 return
             batch = list(batch)
         cp = CHECKPOINT_STREAM
-        marks = [i for i, (_task, tup) in enumerate(batch) if tup.source_stream == cp]
-        if not marks:
+        streams = list(map(_STREAM_OF, map(_TUPLE_OF, batch)))  # per tuple, in C: every batch is scanned
+        if cp not in streams:
             self.handle_data(batch)
             return
+        marks = [i for i, stream in enumerate(streams) if stream == cp]
         start = 0
         for i in marks:
             if i > start:

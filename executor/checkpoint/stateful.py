@@ -38,15 +38,17 @@ class AckTrackingCollector:
     """The collector a stateful bolt sees: acks are held for the checkpoint, emits must be anchored
     (an unanchored emit would escape the transaction: Storm refuses it too)."""
 
-    __slots__ = ("_delegate", "acked", "_name", "ack", "allow_unanchored")
+    __slots__ = ("_delegate", "acked", "_name", "ack", "allow_unanchored", "_hold")
 
     def __init__(self, delegate, name: str, hold_acks: bool = True):
         self._delegate = delegate
         self.acked: list = []
         self._name = name
-        # Exactly-once: acks only end tuple trees (a failure rolls everything back, nothing is
-        # replayed per tree), so they go at once; otherwise they wait for the commit.
-        self.ack = self.acked.append if hold_acks else delegate.ack
+        # Kept as they come; they wait for the commit, or, exactly-once, where acks only end tuple
+        # trees (a failure rolls everything back, nothing is replayed per tree), they go with
+        # each batch, counted at once (flush_acks).
+        self.ack = self.acked.append
+        self._hold = hold_acks
         # A persistent window emits unanchored: its tuples are acked once they are in the state
         # (Storm's PersistentWindowedBoltExecutor).
         self.allow_unanchored = False
@@ -75,6 +77,13 @@ class AckTrackingCollector:
 
     def call_soon(self, fn) -> None:
         self._delegate.call_soon(fn)
+
+    def flush_acks(self) -> None:
+        """Exactly-once: pass on the acks so far, counted in one go (a no-op when they are held)."""
+        acked = self.acked
+        if acked and not self._hold:
+            self._delegate.ack_counted(acked)
+            acked.clear()  # the same list: `ack` is its bound append
 
     def take_acked(self) -> list:
         out = self.acked[:]
@@ -144,9 +153,11 @@ class StatefulBoltAdapter(CheckpointHandler):
                 # lives on, and the error says which provider.
                 self._collector.fail(tup)
                 self._collector.report_error(exc)
+        self._tracking.flush_acks()
 
     # ---- checkpoints ----
     def handle_checkpoint(self, tup, action: str, txid: int) -> bool:
+        self._tracking.flush_acks()  # exactly-once: what was acked before the barrier (INITSTATE's waiting)
         user = self._hooks
         if action == PREPARE:
             if not self._initialized:

@@ -7,6 +7,8 @@ the spout's pending map, error reports)."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from operator import attrgetter
 
 from executor.errors import FailedException
 from executor.receive_queue import Calls
@@ -14,6 +16,25 @@ from executor.serialization import TupleColumn
 from executor.tuple import DEFAULT_STREAM, Tuple
 
 log = logging.getLogger(__name__)
+
+INPUT_OF = attrgetter("source_component", "source_stream")  # a tuple's input, as stats count it
+_STREAM_OF = attrgetter("source_stream")
+_COMPONENT_OF = attrgetter("source_component")
+_ANCHORS_OF = attrgetter("anchors_to_ids")
+
+
+def count_inputs(counts: dict, tups: list) -> None:
+    """Add each tuple of `tups` to `counts` by its input (component, stream): at once when they
+    share one input, the common case (passes in C and no key made per tuple), else one by one."""
+    streams = set(map(_STREAM_OF, tups))
+    if len(streams) == 1:
+        components = set(map(_COMPONENT_OF, tups))
+        if len(components) == 1:
+            key = (components.pop(), streams.pop())
+            counts[key] = counts.get(key, 0) + len(tups)
+            return
+    for key, n in Counter(map(INPUT_OF, tups)).items():
+        counts[key] = counts.get(key, 0) + n
 
 
 class _TaskCollector:
@@ -48,6 +69,16 @@ class OutputCollector(_TaskCollector):
         acked_in = self._ex.acked_in
         acked_in[key] = acked_in.get(key, 0) + 1
         self._ob.ack(tup)
+
+    def ack_counted(self, tups: list) -> None:
+        """Acks of many inputs at once, counted per input in one pass (a stateful bolt's batch in
+        exactly-once mode, executor/checkpoint/stateful.py); those in a tuple tree reach the acker."""
+        count_inputs(self._ex.acked_in, tups)
+        if any(map(_ANCHORS_OF, tups)):
+            ob = self._ob
+            for tup in tups:
+                if tup.anchors_to_ids:
+                    ob.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
         key = (tup.source_component, tup.source_stream)

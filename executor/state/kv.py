@@ -124,7 +124,14 @@ class KeyValueState:
             self._pending[ik] = _Packed(encode_value(ns, key, value))
 
     def get(self, key: Any, default: Any = None) -> Any:
-        v = self._lookup(key if type(key) is str else encode_key(self.namespace, key))
+        if type(key) is str:  # the common case, once per tuple: a key changed since the last prepare
+            v = self._pending.get(key, _MISSING)
+            if v is _MISSING:
+                v = self._lookup(key)
+            elif v is _DELETED:
+                return default
+        else:
+            v = self._lookup(encode_key(self.namespace, key))
         if v is _MISSING:
             return default
         return decode(v) if type(v) is _Packed else v
