@@ -401,3 +401,19 @@ def test_a_memory_state_reset_is_empty_with_nothing_committed_and_a_durable_one_
     assert (s.get("sum"), s.committed_txid()) == (1, 0)
     with pytest.raises(StateTransactionError, match="durable"):
         KeyValueState("t/c-2").reset()
+
+
+def test_inputs_are_counted_at_once_when_shared_and_one_by_one_when_mixed():
+    from executor.core.collectors import count_inputs
+    from executor.tuple import Fields, Tuple
+
+    def tup(component, stream):
+        return Tuple([1], 7, stream, component, Fields(["n"]), None)
+
+    counts = {("split", "default"): 2}
+    count_inputs(counts, [tup("split", "default")] * 3)
+    assert counts == {("split", "default"): 5}
+    count_inputs(counts, [tup("split", "default"), tup("split", "$checkpoint"), tup("parse", "default")])
+    assert counts == {("split", "default"): 6, ("split", "$checkpoint"): 1, ("parse", "default"): 1}
+    count_inputs(counts, [tup("parse", "default"), tup("split", "default")])  # one stream, two components
+    assert counts == {("split", "default"): 7, ("split", "$checkpoint"): 1, ("parse", "default"): 2}
