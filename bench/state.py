@@ -66,15 +66,9 @@ class StatefulCount(BaseStatefulBolt):
         self.c.ack(tup)
 
 
-class DictStatefulCount(BaseStatefulBolt):
+class DictStatefulCount(StatefulCount):
     """StatefulCount's counts in a dict, the words changed since the last checkpoint put into the
     state at pre_prepare; after a rollback (the state restored in place) read back from it."""
-
-    def declare_output_fields(self, declarer):
-        declarer.declare(["word", "count"])
-
-    def prepare(self, conf, context, collector):
-        self.c = collector
 
     def init_state(self, state):
         self.state = state

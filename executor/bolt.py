@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
@@ -27,6 +27,7 @@ from executor.wait import BOLT_WAIT, make_wait_strategy
 log = logging.getLogger(__name__)
 
 _TUPLE_OF = itemgetter(1)  # of a (task, tuple) entry
+_STREAM_OF = attrgetter("source_stream")
 
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
@@ -82,6 +83,12 @@ class BoltExecutor(ExecutorBase):
         self._execute_batch = None
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
+        senders: dict[str, set[str]] = {}
+        for component, stream in inputs:
+            senders.setdefault(stream, set()).add(component)
+        # per stream, the one input component sending it, where only one does (count_inputs)
+        self.sole_source = {stream: next(iter(c)) for stream, c in senders.items() if len(c) == 1}
+        self._execute_scanned = None
         if barrier_only(self.conf):
             coordinator = coordinator_task(w.contexts[self.task_ids[0]])
             if coordinator is not None:
@@ -116,6 +123,7 @@ class BoltExecutor(ExecutorBase):
         self._paced = [a.input_room for a in adapters if a.paced]
         if len(self.task_ids) == 1 and adapters:
             self._execute_batch = adapters[0].execute_batch
+            self._execute_scanned = getattr(adapters[0], "execute_scanned", None)
 
     def _process(self, batch) -> None:
         self._where = "execute"
@@ -125,7 +133,12 @@ class BoltExecutor(ExecutorBase):
                 fn()
             return
         objs = self.w.objs
-        if self._execute_batch is not None:
+        streams = None
+        if self._execute_scanned is not None and type(batch) is not TupleColumn:
+            # the streams read once, for the checkpoint handler's scan and the count below
+            streams = list(map(_STREAM_OF, map(_TUPLE_OF, batch)))
+            self._execute_scanned(batch, streams)
+        elif self._execute_batch is not None:
             self._execute_batch(batch)
         elif len(self.task_ids) == 1:
             execute = objs[self.task_ids[0]].execute
@@ -147,7 +160,7 @@ class BoltExecutor(ExecutorBase):
             key = (first.source_component, first.source_stream)
             if key != self._single_input:
                 # a bolt of a topology with checkpoints always has two inputs or more
-                count_inputs(counts, list(map(_TUPLE_OF, batch)))
+                count_inputs(counts, map(_TUPLE_OF, batch), self.sole_source, streams)
                 return
         counts[key] = counts.get(key, 0) + n
 

@@ -102,6 +102,11 @@ class CheckpointHandler(Adapter):
         self.execute_batch(((None, tup),))
 
     def execute_batch(self, batch) -> None:
+        self.execute_scanned(batch, None)
+
+    def execute_scanned(self, batch, streams: list | None) -> None:
+        """execute_batch, given the streams of a list batch's tuples when the executor read them
+        already (it counts its inputs with them: executor/bolt.py)."""
         if self._blocked:
             self._aligning(list(batch))
             return
@@ -110,8 +115,10 @@ class CheckpointHandler(Adapter):
                 self.handle_data(batch)
                 return
             batch = list(batch)
+            streams = None
         cp = CHECKPOINT_STREAM
-        streams = list(map(_STREAM_OF, map(_TUPLE_OF, batch)))  # per tuple, in C: every batch is scanned
+        if streams is None:
+            streams = list(map(_STREAM_OF, map(_TUPLE_OF, batch)))  # per tuple, in C: every batch is scanned
         if cp not in streams:
             self.handle_data(batch)
             return

@@ -19,19 +19,23 @@ log = logging.getLogger(__name__)
 
 INPUT_OF = attrgetter("source_component", "source_stream")  # a tuple's input, as stats count it
 _STREAM_OF = attrgetter("source_stream")
-_COMPONENT_OF = attrgetter("source_component")
 _ANCHORS_OF = attrgetter("anchors_to_ids")
 
 
-def count_inputs(counts: dict, tups: list) -> None:
-    """Add each tuple of `tups` to `counts` by its input (component, stream): at once when they
-    share one input, the common case (passes in C and no key made per tuple), else one by one."""
-    streams = set(map(_STREAM_OF, tups))
-    if len(streams) == 1:
-        components = set(map(_COMPONENT_OF, tups))
-        if len(components) == 1:
-            key = (components.pop(), streams.pop())
-            counts[key] = counts.get(key, 0) + len(tups)
+def count_inputs(counts: dict, tups, sole_source: dict, streams: list | None = None) -> None:
+    """Add each tuple of `tups` to `counts` by its input (component, stream). `sole_source`: per
+    stream the one input component sending it, where only one does; `streams`: the tuples'
+    streams, if read already. At once when they share one stream of a sole source, the common
+    case (a pass in C, no key made per tuple), else one by one."""
+    if streams is None:
+        tups = list(tups)
+        streams = list(map(_STREAM_OF, tups))
+    if streams:
+        first = streams[0]
+        component = sole_source.get(first)
+        if component is not None and streams.count(first) == len(streams):
+            key = (component, first)
+            counts[key] = counts.get(key, 0) + len(streams)
             return
     for key, n in Counter(map(INPUT_OF, tups)).items():
         counts[key] = counts.get(key, 0) + n
@@ -73,7 +77,7 @@ class OutputCollector(_TaskCollector):
     def ack_counted(self, tups: list) -> None:
         """Acks of many inputs at once, counted per input in one pass (a stateful bolt's batch in
         exactly-once mode, executor/checkpoint/stateful.py); those in a tuple tree reach the acker."""
-        count_inputs(self._ex.acked_in, tups)
+        count_inputs(self._ex.acked_in, tups, self._ex.sole_source)
         if any(map(_ANCHORS_OF, tups)):
             ob = self._ob
             for tup in tups:

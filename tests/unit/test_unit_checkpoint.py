@@ -410,10 +410,12 @@ def test_inputs_are_counted_at_once_when_shared_and_one_by_one_when_mixed():
     def tup(component, stream):
         return Tuple([1], 7, stream, component, Fields(["n"]), None)
 
-    counts = {("split", "default"): 2}
-    count_inputs(counts, [tup("split", "default")] * 3)
-    assert counts == {("split", "default"): 5}
-    count_inputs(counts, [tup("split", "default"), tup("split", "$checkpoint"), tup("parse", "default")])
-    assert counts == {("split", "default"): 6, ("split", "$checkpoint"): 1, ("parse", "default"): 1}
-    count_inputs(counts, [tup("parse", "default"), tup("split", "default")])  # one stream, two components
-    assert counts == {("split", "default"): 7, ("split", "$checkpoint"): 1, ("parse", "default"): 2}
+    sole = {"$checkpoint": "split"}  # "default" comes from split and parse
+    counts = {("split", "$checkpoint"): 2}
+    count_inputs(counts, [tup("split", "$checkpoint")] * 3, sole)  # at once
+    assert counts == {("split", "$checkpoint"): 5}
+    count_inputs(counts, [tup("split", "default"), tup("split", "$checkpoint"), tup("parse", "default")], sole)
+    assert counts == {("split", "$checkpoint"): 6, ("split", "default"): 1, ("parse", "default"): 1}
+    batch = [tup("parse", "default"), tup("split", "default")]  # one stream, two senders
+    count_inputs(counts, iter(batch), sole, [t.source_stream for t in batch])
+    assert counts == {("split", "$checkpoint"): 6, ("split", "default"): 2, ("parse", "default"): 2}
