@@ -8,6 +8,10 @@ workers run and counts flow, warms up, then measures over a steady window and ki
 (waiting until its workers are gone) before the next run.
   acked    topology.max.spout.pending 2000 (per spout task), ackers on, sentences emitted with ids
   unacked  topology.acker.executors 0, sentences emitted without ids
+  exactly-once (only with --only exactly-once) topology.state.exactly.once: true, the spout's
+           position its state (a RewindableSpout, put at each checkpoint), the counts in the count
+           bolts' KeyValueState (a BaseStatefulBolt), checkpoints every second, memory provider;
+           the summary gives its ratio to unacked (no guarantee) per worker count
 Sentences are the peers' workload (../shared/peers/common.py: 1,000-word vocabulary, 8-12 words
 a sentence, random.Random(42)), the first 10,000 generated in the spout and cycled through, each
 spout task from its own offset. Throughput is counted AT THE COUNT BOLTS: they write their word
@@ -25,7 +29,7 @@ Bytewax, same machine, same sitting: `PY PEER_DIR/bench_bytewax.py --n 200000` (
 after the cluster stopped; its sentences/s and the storm-py/Bytewax ratios go in the summary (a
 note there instead when the Bytewax python or the peer script is missing).
 
-usage: python3 bench/scaling.py [--seconds 15] [--warmup 5] [--only acked|unacked ...]
+usage: python3 bench/scaling.py [--seconds 15] [--warmup 5] [--only acked|unacked|exactly-once ...]
                                 [--workers 1|2 ...] [--repeat N]  (alternate the runs N times)
                                 [--dir D]      (keep the cluster, probes and logs in D)
                                 [--profile]    (py-spy record of each worker over the window;
@@ -70,12 +74,14 @@ from daemons.rpc.client import client_from_conf  # noqa: E402
 
 log = logging.getLogger("scaling")
 
-MODES = ("acked", "unacked")
+MODES = ("acked", "unacked", "exactly-once")
+DEFAULT_MODES = ("acked", "unacked")
 WORKER_COUNTS = (1, 2)
 PARALLELISM = {"spout": 2, "split": 2, "count": 2}
 MODE_CONF = {
     "acked": {"topology.max.spout.pending": 2000},
     "unacked": {"topology.acker.executors": 0},
+    "exactly-once": {"topology.state.exactly.once": True},
 }
 # Fast supervisor/Nimbus loops, so a run starts and a killed topology's slots free quickly.
 FAST = {"nimbus.monitor.freq.secs": 1, "supervisor.monitor.frequency.secs": 1,
@@ -94,7 +100,7 @@ COMPONENTS = textwrap.dedent('''
     import string
     import time
 
-    from executor.api import BasicBolt, Spout, TopologyBuilder
+    from executor.api import BaseStatefulBolt, BasicBolt, RewindableSpout, TopologyBuilder
 
     N_SENTENCES = 10_000
     CHECK_EVERY = 64      # look at the clock every 64 events ...
@@ -144,7 +150,9 @@ COMPONENTS = textwrap.dedent('''
                 os.replace(tmp, self.path)
 
 
-    class SentenceSpout(Spout):
+    class SentenceSpout(RewindableSpout):
+        """In exactly-once mode its position (the next sentence) is its state."""
+
         def declare_output_fields(self, declarer):
             declarer.declare(["sentence"])
 
@@ -160,6 +168,13 @@ COMPONENTS = textwrap.dedent('''
             self.t0 = None
             self.sent_at = {}
             self.lat = {}  # latency bucket -> sampled sentences
+
+        def init_state(self, state):
+            self.state = state
+            self.i = state.get("i", self.i)
+
+        def pre_prepare(self, txid):
+            self.state.put("i", self.i)
 
         def next_tuple(self):
             if self.rate:
@@ -225,11 +240,34 @@ COMPONENTS = textwrap.dedent('''
                 self.probe.maybe_write({"words": self.n})
 
 
-    def build_topology(spouts=2, splits=2, counts=2):
+    class StatefulCount(BaseStatefulBolt):
+        """Count's counts in its KeyValueState, checkpointed (exactly-once mode)."""
+
+        def declare_output_fields(self, declarer):
+            declarer.declare(["word", "count"])
+
+        def prepare(self, conf, context, collector):
+            self.c = collector
+            self.n = 0
+            self.probe = Probe(conf["scaling.out"], f"count-{context.this_task_id}")
+
+        def init_state(self, state):
+            self.state = state
+
+        def execute(self, tup):
+            word = tup.values[0]
+            self.state.put(word, self.state.get(word, 0) + 1)
+            self.c.ack(tup)
+            self.n += 1
+            if self.n % CHECK_EVERY == 0:
+                self.probe.maybe_write({"words": self.n})
+
+
+    def build_topology(spouts=2, splits=2, counts=2, exactly_once=False):
         b = TopologyBuilder()
         b.set_spout("spout", SentenceSpout(), spouts)
         b.set_bolt("split", Split(), splits).shuffle_grouping("spout")
-        b.set_bolt("count", Count(), counts).fields_grouping("split", ["word"])
+        b.set_bolt("count", StatefulCount() if exactly_once else Count(), counts).fields_grouping("split", ["word"])
         return b.create_topology()
 ''')
 
@@ -237,7 +275,7 @@ TOPOLOGY = textwrap.dedent('''
     """bench/scaling.py's topology; settings come with -c at submit (scaling.out, scaling.acked)."""
     from scaling_components import build_topology
 
-    topology = build_topology({spout}, {split}, {count})
+    topology = build_topology({spout}, {split}, {count}, exactly_once={exactly_once})
     config = {{"topology.message.timeout.secs": 30}}
 ''')
 
@@ -246,12 +284,18 @@ TOPOLOGY = textwrap.dedent('''
 
 
 def write_topology(topo_dir: Path) -> Path:
-    """The topology directory (file + components); returns the topology file."""
+    """The topology directory (components, topology.py, and topology_exactly_once.py with the
+    stateful count); returns topology.py."""
     topo_dir.mkdir(parents=True, exist_ok=True)
     (topo_dir / "scaling_components.py").write_text(COMPONENTS)
+    (topo_dir / "topology_exactly_once.py").write_text(TOPOLOGY.format(**PARALLELISM, exactly_once=True))
     path = topo_dir / "topology.py"
-    path.write_text(TOPOLOGY.format(**PARALLELISM))
+    path.write_text(TOPOLOGY.format(**PARALLELISM, exactly_once=False))
     return path
+
+
+def topology_for(topology_file: Path, mode: str) -> Path:
+    return topology_file.with_name("topology_exactly_once.py") if mode == "exactly-once" else topology_file
 
 
 def mean_words(topo_dir: Path) -> float:
@@ -591,6 +635,10 @@ def summary(lines: list[dict], peer: dict) -> dict:
             continue
         out[mode] = {"one_worker_sentences_per_s": one, "two_workers_sentences_per_s": two,
                      "two_over_one": round(two / one, 3) if one and two is not None else None}
+    for workers in WORKER_COUNTS:
+        eo, none = medians.get(("exactly-once", workers)), medians.get(("unacked", workers))
+        if eo and none:
+            out.setdefault("exactly_once_over_unacked", {})[f"{workers}w"] = round(eo / none, 3)
     bw = peer.get("sentences_per_s")
     out["bytewax"] = peer
     if bw:
@@ -614,7 +662,8 @@ def parse_args(argv=None):
     ap.add_argument("--warmup", type=float, default=5.0, help="seconds between counts flowing and the window")
     ap.add_argument("--rate", type=float, default=None,
                     help="sentences/s the spouts offer (all tasks together); default: flat out")
-    ap.add_argument("--only", action="append", choices=MODES, help="a mode to run (repeatable; default both)")
+    ap.add_argument("--only", action="append", choices=MODES,
+                    help="a mode to run (repeatable; default acked and unacked)")
     ap.add_argument("--workers", action="append", type=int, choices=WORKER_COUNTS,
                     help="a topology.workers to run (repeatable; default 1 and 2)")
     ap.add_argument("--repeat", type=int, default=1, help="alternate all the runs this many times")
@@ -647,7 +696,7 @@ def run_all(args, base: Path) -> list[dict]:
     """Start the cluster, do every run (printing its line), stop the cluster whatever happens."""
     topology_file = write_topology(base / "topology")
     mean = mean_words(topology_file.parent)
-    modes = [m for m in MODES if not args.only or m in args.only]
+    modes = [m for m in MODES if m in (args.only or DEFAULT_MODES)]
     counts = [w for w in WORKER_COUNTS if not args.workers or w in args.workers]
     from executor.transport.curve import new_keys
 
@@ -660,7 +709,7 @@ def run_all(args, base: Path) -> list[dict]:
         for rep in range(args.repeat):
             for mode in modes:
                 for workers in counts:
-                    line = guarded_run(dev, topology_file, base, mode, workers, rep, args, mean)
+                    line = guarded_run(dev, topology_for(topology_file, mode), base, mode, workers, rep, args, mean)
                     print(json.dumps(line), flush=True)
                     lines.append(line)
     finally:
