@@ -115,6 +115,44 @@ def test_exactly_once_state_survives_a_killed_worker_and_a_redis_outage(tmp_path
     assert max(seen_counts) <= N  # never a number counted twice, even for a while
 
 
+@pytest.mark.redis
+@pytest.mark.parametrize("source", ["directory", "redis"])
+def test_exactly_once_sources_survive_a_killed_worker_and_a_redis_outage(tmp_path, shared_dev_cluster, redis_server,
+                                                                         source):
+    """DirectorySpout and RedisStreamSpout in the checkpoint (their positions in the test's Redis,
+    restored by the killed worker's tasks): every number summed once. Max spout pending paces
+    them (at most 20 numbers a task between commits), so that the faults land mid-run."""
+    conf = {"topology.state.exactly.once": True, "topology.max.spout.pending": 20}
+    if source == "directory":
+        directory = tmp_path / "in"
+        directory.mkdir()
+        for i in range(3):
+            part = directory / f".part-{i}"
+            part.write_text("".join(f"{n}\n" for n in range(1 + i * N // 3, 1 + (i + 1) * N // 3)))
+            part.rename(directory / f"part-{i}")
+        conf["scenario.source.dir"] = str(directory)
+    else:
+        client = redis_server.client()
+        try:
+            pipe = client.pipeline(transaction=False)
+            for n in range(1, N + 1):
+                pipe.xadd("numbers", {"n": str(n)})
+            pipe.execute()
+        finally:
+            client.close()
+        conf["scenario.redis.port"] = redis_server.port
+    seen_counts = []
+
+    def done(t):
+        seen_counts.append(t[1])
+        return t[1] >= N
+
+    result, records = _run_with_faults(tmp_path, shared_dev_cluster, redis_server, f"exactly_once_{source}.py",
+                                       f"eo{source}", conf, done)
+    assert result == (N * (N + 1) // 2, N)
+    assert max(seen_counts) <= N  # never a number counted twice, even for a while
+
+
 def test_at_least_once_state_loses_no_number_across_the_same_faults(tmp_path, shared_dev_cluster, redis_server):
     exact_sum = N * (N + 1) // 2
 
