@@ -34,6 +34,7 @@ CORE_MODULES = (
     "executor.worker_io",
     "executor.spouts.stream_ledger",
     "executor.spouts.stream_cursor",
+    "executor.state.kv",
 )
 
 PURE_ENV = "STORM_PY_PURE"
