@@ -49,6 +49,7 @@ class StatefulSpoutAdapter(SpoutAdapter):
         self._where = f"stateful spout {context.this_component_id}:{context.this_task_id}"
         self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self.user.open(conf, context, collector)
+        self.ack = self.user.ack  # per tuple: the executor calls the spout's own (as opened) directly
         self._open_state()
 
     def _open_state(self) -> bool:
@@ -111,6 +112,7 @@ class StatefulSpoutAdapter(SpoutAdapter):
                     return False
                 call_hook(self._where, "init_state", self.user.init_state, self.state)
                 self.initialized = True
+                self.next_tuple = self.user.next_tuple  # from now on, without this adapter's frame
         return True
 
 
