@@ -25,6 +25,14 @@ def _summed_once_across_a_rollback(run) -> None:
     assert all(k >= 2 for k in rollbacks_per_task(r).values()), rollbacks_per_task(r)
 
 
+def add_numbers(client, n: int) -> None:
+    """Entries {"n": "1"} .. {"n": str(n)} added to the stream `numbers` (exactly_once_redis.py's)."""
+    pipe = client.pipeline(transaction=False)
+    for i in range(1, n + 1):
+        pipe.xadd("numbers", {"n": str(i)})
+    pipe.execute()
+
+
 def _group(client) -> dict:
     groups = [g for g in client.xinfo_groups("numbers") if g["name"] == b"summer"]
     return groups[0] if groups else {"entries-read": 0, "pending": -1}
@@ -35,10 +43,7 @@ def test_a_redis_stream_is_summed_exactly_once_across_a_rollback(redis_server, c
     # the server first: it outlives the topology, whose spout would report it gone
     client = redis_server.client()
     try:
-        pipe = client.pipeline(transaction=False)
-        for n in range(1, N + 1):
-            pipe.xadd("numbers", {"n": str(n)})
-        pipe.execute()
+        add_numbers(client, N)
         run = cluster.submit("exactly_once_redis.py", "eoredis",
                              {"scenario.redis.port": redis_server.port, "numbers.fail.once": N // 2,
                               **redis_server.conf()})

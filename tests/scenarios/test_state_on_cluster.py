@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 from scenario_harness import DevHarness
+from test_sources_exactly_once import add_numbers
 from testutil import QUIET_IDLE, wait_until
 from zk_fixture import zookeeper_at
 
@@ -134,10 +135,7 @@ def test_exactly_once_sources_survive_a_killed_worker_and_a_redis_outage(tmp_pat
     else:
         client = redis_server.client()
         try:
-            pipe = client.pipeline(transaction=False)
-            for n in range(1, N + 1):
-                pipe.xadd("numbers", {"n": str(n)})
-            pipe.execute()
+            add_numbers(client, N)
         finally:
             client.close()
         conf["scenario.redis.port"] = redis_server.port
