@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
-from operator import attrgetter, itemgetter
 
 from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
 from executor.base import ExecutorBase
 from executor.checkpoint.barrier_mode import RollbackAsker, barrier_only, coordinator_task
-from executor.core.collectors import BasicOutputCollector, OutputCollector, count_inputs, run_basic_batch
+from executor.core.collectors import (
+    STREAM_OF,
+    TUPLE_OF,
+    BasicOutputCollector,
+    OutputCollector,
+    count_inputs,
+    run_basic_batch,
+)
 from executor.receive_queue import Calls
 from executor.scheduling import BLOCKED, BUSY, IDLE
 from executor.serialization import (
@@ -26,8 +32,6 @@ from executor.wait import BOLT_WAIT, make_wait_strategy
 
 log = logging.getLogger(__name__)
 
-_TUPLE_OF = itemgetter(1)  # of a (task, tuple) entry
-_STREAM_OF = attrgetter("source_stream")
 
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
@@ -136,7 +140,7 @@ class BoltExecutor(ExecutorBase):
         streams = None
         if self._execute_scanned is not None and type(batch) is not TupleColumn:
             # the streams read once, for the checkpoint handler's scan and the count below
-            streams = list(map(_STREAM_OF, map(_TUPLE_OF, batch)))
+            streams = list(map(STREAM_OF, map(TUPLE_OF, batch)))
             self._execute_scanned(batch, streams)
         elif self._execute_batch is not None:
             self._execute_batch(batch)
@@ -160,7 +164,7 @@ class BoltExecutor(ExecutorBase):
             key = (first.source_component, first.source_stream)
             if key != self._single_input:
                 # a bolt of a topology with checkpoints always has two inputs or more
-                count_inputs(counts, map(_TUPLE_OF, batch), self.sole_source, streams)
+                count_inputs(counts, map(TUPLE_OF, batch), self.sole_source, streams)
                 return
         counts[key] = counts.get(key, 0) + n
 

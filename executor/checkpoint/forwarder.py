@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from operator import attrgetter, itemgetter
 
 from executor.adapters import Adapter, user_component
 from executor.checkpoint.api import CheckpointedOutput
@@ -26,12 +25,10 @@ from executor.checkpoint.protocol import (
     StateLostError,
     checkpoint_input_tasks,
 )
+from executor.core.collectors import STREAM_OF, TUPLE_OF
 from executor.serialization import TupleColumn
 
 log = logging.getLogger(__name__)
-
-_STREAM_OF = attrgetter("source_stream")
-_TUPLE_OF = itemgetter(1)  # of a (task, tuple) entry
 
 
 class CheckpointHandler(Adapter):
@@ -118,7 +115,7 @@ class CheckpointHandler(Adapter):
             streams = None
         cp = CHECKPOINT_STREAM
         if streams is None:
-            streams = list(map(_STREAM_OF, map(_TUPLE_OF, batch)))  # per tuple, in C: every batch is scanned
+            streams = list(map(STREAM_OF, map(TUPLE_OF, batch)))  # per tuple, in C: every batch is scanned
         if cp not in streams:
             self.handle_data(batch)
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Collection, Iterable, Mapping
 
+from executor.checkpoint.barrier_mode import barrier_only
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_FIELDS, CHECKPOINT_STREAM
 from executor.errors import InvalidTopologyError
 from executor.structure import ComponentStructure, Grouping, StreamSpec, Subscription, TopologyStructure
@@ -51,15 +52,11 @@ def wire_checkpoints(components: Mapping[str, ComponentStructure], stateful: Col
     return out
 
 
-def exactly_once(conf: Mapping[str, Any]) -> bool:
-    return bool(conf.get("topology.state.exactly.once"))
-
-
 def for_mode(structure: TopologyStructure, conf: Mapping[str, Any]) -> TopologyStructure:
     """The structure to run under `conf`: as given, or, in exactly-once mode, with its
     RewindableSpouts wired as stateful spouts (their read position checkpointed; the bolts
     reading them take the checkpoint from them). Idempotent."""
-    if not exactly_once(conf):
+    if not barrier_only(conf):
         return structure
     comps = structure.components
     rewinding = {cid for cid, c in comps.items() if c.kind == "spout" and c.conf.get(REWINDABLE_SPOUT)
@@ -112,7 +109,7 @@ def check_checkpointing(structure: TopologyStructure, conf: Mapping[str, Any]) -
             f"a lost checkpoint would stop every later one")
     spouts = [cid for cid in sorted(structure.spouts) if cid != CHECKPOINT_COMPONENT]
     plain = [cid for cid in spouts if not structure.components[cid].conf.get(STATEFUL_SPOUT)]
-    if conf.get("topology.state.exactly.once"):
+    if barrier_only(conf):
         if plain:
             raise InvalidTopologyError(
                 f"topology.state.exactly.once needs every spout to rewind to a checkpoint: a BaseStatefulSpout "

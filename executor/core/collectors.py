@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from executor.errors import FailedException
 from executor.receive_queue import Calls
@@ -18,7 +18,8 @@ from executor.tuple import DEFAULT_STREAM, Tuple
 log = logging.getLogger(__name__)
 
 INPUT_OF = attrgetter("source_component", "source_stream")  # a tuple's input, as stats count it
-_STREAM_OF = attrgetter("source_stream")
+STREAM_OF = attrgetter("source_stream")
+TUPLE_OF = itemgetter(1)  # of a (task, tuple) entry of a batch
 _ANCHORS_OF = attrgetter("anchors_to_ids")
 
 
@@ -29,7 +30,7 @@ def count_inputs(counts: dict, tups, sole_source: dict, streams: list | None = N
     case (a pass in C, no key made per tuple), else one by one."""
     if streams is None:
         tups = list(tups)
-        streams = list(map(_STREAM_OF, tups))
+        streams = list(map(STREAM_OF, tups))
     if streams:
         first = streams[0]
         component = sole_source.get(first)

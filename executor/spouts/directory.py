@@ -11,7 +11,7 @@ import time
 from collections import deque
 
 from executor.checkpoint.api import RewindableSpout
-from executor.checkpoint.wiring import exactly_once
+from executor.checkpoint.barrier_mode import barrier_only
 from executor.errors import ClearError, InvalidTopologyError
 from executor.spouts.directory_ledger import (
     MARKER_SUFFIX,
@@ -21,12 +21,12 @@ from executor.spouts.directory_ledger import (
     decode_record,
     encode_record,
     files_to_read,
-    in_flight_limit,
     line_text,
     owner_index,
     record_file_name,
     strip_newline,
 )
+from executor.spouts.in_flight import in_flight_limit
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,6 @@ _FLUSH_SECS = 0.05       # offsets are written at most this often (and on deacti
 _BATCH = 64              # lines read or replayed per next_tuple call: it must return quickly
 _UNCOMMITTED_PER_IN_FLIGHT = 10  # read-ahead past an unacked line, as storm-kafka-client's maxUncommittedOffsets
 _SKIP_CHUNK = 1 << 16    # bytes read at a time while skipping an over-long line
-IN_FLIGHT = 1000                  # max_in_flight's default: acked mode
-IN_FLIGHT_EXACTLY_ONCE = 100_000  # ... exactly-once, where a line is in flight until a commit
 _POSITION = "read position:"      # + a file's name: its state key (exactly-once)
 
 
@@ -218,9 +216,8 @@ class DirectorySpout(RewindableSpout):
         self._dir = os.path.abspath(self.path)
         self._store = OffsetStore(os.path.join(self._dir, OFFSETS_DIR))
         self._task_index, self._num_tasks = _task_position(context)
-        self._exactly_once = once = exactly_once(conf)
-        own = self.max_in_flight or (IN_FLIGHT_EXACTLY_ONCE if once else IN_FLIGHT)
-        self._limit = in_flight_limit(own, conf.get("topology.max.spout.pending"))
+        self._exactly_once = barrier_only(conf)
+        self._limit = in_flight_limit(self.max_in_flight, conf.get("topology.max.spout.pending"), self._exactly_once)
         self._state = None
         self._positions: dict[str, list] = {}  # exactly-once: the committed ones, by file name
         self._finished: set[str] = set()       # exactly-once: files done since the last prepare

@@ -52,14 +52,6 @@ def files_to_read(names: Iterable[str], task_index: int, num_tasks: int,
                   and owner_index(n, num_tasks) == task_index)
 
 
-def in_flight_limit(max_in_flight: int, max_spout_pending) -> int:
-    """Lines emitted and not yet acked, at most: the spout's own bound, lowered by
-    `topology.max.spout.pending` (a per-task bound in Storm) when that is set."""
-    if max_spout_pending:
-        return max(1, min(int(max_in_flight), int(max_spout_pending)))
-    return int(max_in_flight)
-
-
 # ---- one file's offsets ----
 
 class FileLedger:

@@ -27,8 +27,9 @@ from __future__ import annotations
 import logging
 
 from executor.checkpoint.api import RewindableSpout
-from executor.checkpoint.wiring import exactly_once
+from executor.checkpoint.barrier_mode import barrier_only
 from executor.errors import ClearError, InvalidTopologyError
+from executor.spouts.in_flight import in_flight_limit
 from executor.spouts.stream_cursor import StreamCursor
 from executor.spouts.stream_fetcher import FetchSettings, StreamFetcher
 from executor.spouts.stream_ledger import (
@@ -43,8 +44,6 @@ from executor.state.redis_client import RedisSettings
 log = logging.getLogger(__name__)
 
 WHO = "RedisStreamSpout"
-IN_FLIGHT = 1000                # max_in_flight's default: acked mode
-IN_FLIGHT_EXACTLY_ONCE = 100_000  # ... exactly-once, where an entry is in flight until a commit
 _POSITION = "read position:"     # + stream: its state key
 
 
@@ -109,10 +108,8 @@ class RedisStreamSpout(RewindableSpout):
         self._collector = collector
         where = f"{WHO} {context.this_component_id!r}"
         prefix = self.consumer or f"{conf.get('topology.name') or context.storm_id}-{context.this_component_id}"
-        self._exactly_once = once = exactly_once(conf)
-        own = self.max_in_flight or (IN_FLIGHT_EXACTLY_ONCE if once else IN_FLIGHT)
-        max_pending = conf.get("topology.max.spout.pending") or 0
-        limit = min(own, max_pending) if max_pending > 0 else own
+        self._exactly_once = once = barrier_only(conf)
+        limit = in_flight_limit(self.max_in_flight, conf.get("topology.max.spout.pending"), once)
         self._ledger = ledger = StreamLedger(limit, self.max_deliveries)
         settings = FetchSettings(
             streams=self.streams, group=self.group, consumer=f"{prefix}-{context.this_task_index}",

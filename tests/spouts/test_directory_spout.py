@@ -29,12 +29,12 @@ from executor.spouts.directory_ledger import (
     decode_record,
     encode_record,
     files_to_read,
-    in_flight_limit,
     is_data_name,
     line_text,
     owner_index,
     stable_hash,
 )
+from executor.spouts.in_flight import in_flight_limit
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -94,6 +94,7 @@ def test_in_flight_limit_is_lowered_by_max_spout_pending():
     assert in_flight_limit(1000, None) == 1000
     assert in_flight_limit(1000, 50) == 50
     assert in_flight_limit(10, 50) == 10
+    assert in_flight_limit(None, None) == 1000 and in_flight_limit(None, None, exactly_once=True) == 100_000
 
 
 def test_line_text_strips_one_newline_and_replaces_bad_utf8():
