@@ -535,18 +535,49 @@ def run_one(dev: DevCluster, topology_file: Path, run_dir: Path, mode: str, work
     out.mkdir(parents=True, exist_ok=True)
     conf = run_conf(mode, workers, out, args.conf)
     started = time.monotonic()
-    submit(dev, topology_file, name, conf)
+    storm_id = submit(dev, topology_file, name, conf)
     try:
         wait_until(lambda: flowing(out, workers, dev), f"{name}: {workers} worker(s) up and words counted at "
                    f"every count task (probes in {out})", START_TIMEOUT, dev)
         up_secs = time.monotonic() - started
         where = placement(dev, name)
         time.sleep(args.warmup)  # warm-up: no condition to poll, a fixed span by design
+        cp0 = checkpoints(dev, storm_id) if mode == "exactly-once" else None
         m = measure(dev, out, run_dir, args.seconds, args.profile)
+        cp1 = checkpoints(dev, storm_id) if mode == "exactly-once" else None
         errors = last_errors(dev, name)
     finally:
         kill_and_wait(dev, name)
-    return {**result(mode, workers, rep, conf, mean, m, where, errors, up_secs), "curve": bool(args.curve)}
+    line = {**result(mode, workers, rep, conf, mean, m, where, errors, up_secs), "curve": bool(args.curve)}
+    if cp1 is not None:
+        line["checkpoints"] = checkpoint_window(cp0, cp1)
+    return line
+
+
+def checkpoints(dev: DevCluster, storm_id: str) -> dict | None:
+    """The topology page's checkpoints (the UI's REST API), or None when it does not answer."""
+    import urllib.request
+
+    secret = dev.conf.get("nimbus.authentication.secret")
+    request = urllib.request.Request(f"{dev.ui_url}/api/v1/topology/{storm_id}",
+                                     headers={"Authorization": f"Bearer {secret}"} if secret else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return json.loads(reply.read()).get("checkpoints")
+    except (OSError, ValueError) as exc:
+        log.warning("checkpoints of %s not read from the UI: %s", storm_id, exc)
+        return None
+
+
+def checkpoint_window(before: dict | None, after: dict | None) -> dict:
+    """Commits and rollbacks in the window; the bolts' longest alignment among the last
+    checkpoints (executor/checkpoint/protocol.py ALIGNMENTS_KEPT, ~a minute at 1 s) and the
+    checkpoint spout's commit latency, as the UI reports them at the window's end."""
+    if not before or not after:
+        return {"error": "the UI did not answer"}
+    return {"commits": after["commits"] - before["commits"], "rollbacks": after["rollbacks"] - before["rollbacks"],
+            "alignment_last_ms": after["alignmentMs"], "alignment_max_ms": after["alignmentMaxMs"],
+            "commit_latency_ms": after["commitLatencyMs"], "commit_latency_max_ms": after["commitLatencyMaxMs"]}
 
 
 def result(mode: str, workers: int, rep: int, conf: dict, mean: float, m: dict, where: dict,
