@@ -333,6 +333,7 @@ SCHEMA: dict[str, Rule] = {
                                            describe_as="a mapping of host, port, db, password, key_prefix, timeout"),
     "topology.state.checkpoint.interval.ms": _int(1),
     "topology.state.exactly.once": Rule("bool"),
+    "topology.state.checkpoint.pause.after.ms": _int(0, nullable=True),
     # Spark sink
     "spark.master": _str(),
     "spark.remote": Rule("str", nullable=True, check=spark_remote_problem,

@@ -31,6 +31,7 @@ class ComponentAdapter(Protocol):
 
     paced: bool              # input_room() must be asked before each batch
     acks_every_input: bool   # every input it does not fail counts as acked (a BasicBolt's way)
+    drains: bool             # it may keep input to execute later: drain() before each batch
 
     def execute_batch(self, batch: Iterable[tuple[int, Any]]) -> None:
         """Execute (task, tuple) pairs, in order."""
@@ -38,6 +39,11 @@ class ComponentAdapter(Protocol):
 
     def input_room(self) -> int:
         """How many more tuples it takes now (asked only when `paced`)."""
+        ...
+
+    def drain(self, most: int) -> int:
+        """Execute up to `most` of the input it kept; how many (0: none kept, the executor takes
+        its next batch). Asked only when `drains`."""
         ...
 
     def release_on_death(self) -> None:
@@ -50,6 +56,7 @@ class Adapter(AdapterBase):
 
     paced = False
     acks_every_input = False
+    drains = False
 
     def execute(self, tup) -> None:
         raise NotImplementedError(f"{type(self).__name__}.execute")
@@ -61,6 +68,9 @@ class Adapter(AdapterBase):
 
     def input_room(self) -> int:
         return 1 << 30
+
+    def drain(self, most: int) -> int:
+        return 0
 
     def gauges(self) -> dict[str, float]:
         """Numbers of this task's kind of component for its stats record (a windowed bolt's late

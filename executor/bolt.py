@@ -84,6 +84,7 @@ class BoltExecutor(ExecutorBase):
         # blocking the thread, which on a shared runner is every executor's of the worker), and
         # the batch loop of a lone task's adapter.
         self._paced: list = []
+        self._drains: list = []  # (task, its adapter's drain): input kept, executed before the next batch
         self._execute_batch = None
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
@@ -125,6 +126,8 @@ class BoltExecutor(ExecutorBase):
             self.w.objs[task].prepare(self.conf, self.w.contexts[task], OutputCollector(self, task))
         adapters = [obj for task in self.task_ids if isinstance(obj := self.w.objs[task], Adapter)]
         self._paced = [a.input_room for a in adapters if a.paced]
+        self._drains = [(task, obj.drain) for task in self.task_ids
+                        if isinstance(obj := self.w.objs[task], Adapter) and obj.drains]
         if len(self.task_ids) == 1 and adapters:
             self._execute_batch = adapters[0].execute_batch
             self._execute_scanned = getattr(adapters[0], "execute_scanned", None)
@@ -195,6 +198,8 @@ class BoltExecutor(ExecutorBase):
             most = min(most, *(room() for room in self._paced))
             if most <= 0:  # its subprocess is behind: only system batches (its own replies among them)
                 return BUSY if self._process_system() else BLOCKED
+        if self._drains and self._drain(most):
+            return BUSY
         batches = self.queue.consume(most)
         if not batches:
             return IDLE
@@ -205,6 +210,19 @@ class BoltExecutor(ExecutorBase):
         self._timed(time.monotonic() - started)
         self._flush()
         return BUSY
+
+    def _drain(self, most: int) -> int:
+        """Execute up to `most` of what the adapters kept (an exactly-once alignment's held input),
+        one task's at a time; how many."""
+        started = time.monotonic()
+        for task, drain in self._drains:
+            self._cur_task = task
+            done = drain(most)
+            if done:
+                self._timed(time.monotonic() - started)
+                self._flush()
+                return done
+        return 0
 
     def _process_system(self) -> bool:
         """Process the system batches queued now (ticks, calls); whether there were any."""

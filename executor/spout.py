@@ -217,7 +217,10 @@ class SpoutExecutor(ExecutorBase):
             barriers = self._barriers
             objs = self._objs
             self._where = "next_tuple"
-            for _ in range(self.burst):
+            paused = barriers is not None and barriers.behind()  # the checkpoint under way first
+            if paused:
+                self._skipping(SKIP_BACKPRESSURE)
+            for _ in range(0 if paused else self.burst):
                 if max_pending and (pending.size() + barriers.uncommitted if barriers else pending.size()) >= max_pending:
                     if no_emits:
                         self._skipping(SKIP_MAX_PENDING)

@@ -39,6 +39,13 @@ def barrier_only(conf: Mapping[str, Any]) -> bool:
     return bool(conf.get("topology.state.exactly.once"))
 
 
+def pause_after_secs(conf: Mapping[str, Any]) -> float | None:
+    """How long a stateful spout goes on emitting while a checkpoint it passed on is under way,
+    in that mode (executor/checkpoint/spout_side.py); None: no pause."""
+    ms = conf.get("topology.state.checkpoint.pause.after.ms")
+    return ms / 1000.0 if barrier_only(conf) and ms is not None else None
+
+
 def coordinator_task(context) -> int | None:
     """The checkpoint spout's task, or None in a topology without checkpoints."""
     tasks = context.component_tasks(CHECKPOINT_COMPONENT)

@@ -49,6 +49,11 @@ class CheckpointHandler(Adapter):
         self._blocked: set[int] = set()       # input tasks whose checkpoint tuple came (aligning)
         self._aligning_on: tuple[str, int] | None = None
         self._held: list = []                 # what those tasks sent since, in order
+        # Input taken from the queue and not yet executed, in order: what an alignment held, and
+        # what followed its last barrier copy in the same batch. The executor drains it a batch
+        # at a time (drain()) before it takes more, so that a long alignment's release goes
+        # through back-pressure like any input instead of running for seconds in one step.
+        self._backlog: deque = deque()
         # Exactly-once: a task that started afresh (its worker died) may have lost tuples in
         # flight, so it fails every PREPARE until a ROLLBACK or INITSTATE has reached it; so
         # does one whose worker lost something since: a payload on a link, a failed tuple
@@ -86,6 +91,7 @@ class CheckpointHandler(Adapter):
         self._context = context
         self._barrier = Barrier(checkpoint_input_tasks(context))
         self.exactly_once = bool(conf.get("topology.state.exactly.once"))
+        self.drains = self.exactly_once  # only an exactly-once alignment keeps input for later
         self.prepare_inner(conf, context, collector)
 
     def prepare_inner(self, conf, context, collector) -> None:
@@ -104,6 +110,9 @@ class CheckpointHandler(Adapter):
     def execute_scanned(self, batch, streams: list | None) -> None:
         """execute_batch, given the streams of a list batch's tuples when the executor read them
         already (it counts its inputs with them: executor/bolt.py)."""
+        if self._backlog:  # after what waits there (the executor drains it before it takes more)
+            self._backlog.extend(batch)
+            return
         if self._blocked:
             self._aligning(list(batch))
             return
@@ -135,31 +144,57 @@ class CheckpointHandler(Adapter):
     def _aligning(self, entries) -> None:
         """Exactly-once barrier alignment (Flink's, on the checkpoint stream): what comes from a
         task whose checkpoint tuple already arrived waits until every input's has, so that the
-        state acted on holds exactly the tuples sent before the checkpoint."""
+        state acted on holds exactly the tuples sent before the checkpoint. Once aligned, what
+        waited and the rest of `entries` go to the backlog, executed from the next step on."""
         queue = deque(entries)
+        held = self._held
+        run: list = []  # consecutive data entries from inputs still before their barrier
         while queue:
             entry = queue.popleft()
             tup = entry[1]
-            if self._blocked and tup.source_task in self._blocked:
-                self._held.append(entry)
+            if tup.source_task in self._blocked:
+                held.append(entry)
                 continue
-            if tup.source_stream == CHECKPOINT_STREAM:
-                if self._blocked and (tup.values[1], tup.values[0]) != self._aligning_on:
-                    # Another transaction from an input that never sent this one's (a failed one
-                    # being rolled back): give up aligning; what waited goes first.
-                    queue.appendleft(entry)
-                    self._release(queue)
-                    continue
-                self._on_checkpoint(tup)
-                if not self._blocked:
-                    self._release(queue)
-            else:
-                self.handle_data((entry,))
+            if tup.source_stream != CHECKPOINT_STREAM:
+                run.append(entry)
+                continue
+            if run:
+                self.handle_data(run)
+                run = []
+            if (tup.values[1], tup.values[0]) != self._aligning_on:
+                # Another transaction from an input that never sent this one's (a failed one
+                # being rolled back): give up aligning; what waited goes first.
+                queue.appendleft(entry)
+                break
+            self._on_checkpoint(tup)
+            if not self._blocked:
+                break
+        if run:
+            self.handle_data(run)
+        if not self._blocked or queue:
+            self._release(queue)
 
-    def _release(self, queue: deque) -> None:
+    def _release(self, rest: deque) -> None:
+        """The alignment is over: what it held, then `rest`, go before the backlog."""
         held, self._held = self._held, []
         self._blocked = set()
-        queue.extendleft(reversed(held))
+        backlog = self._backlog
+        backlog.extendleft(reversed(rest))
+        backlog.extendleft(reversed(held))
+
+    def drain(self, most: int) -> int:
+        backlog = self._backlog
+        if not backlog:
+            return 0
+        n = min(most, len(backlog))
+        chunk = [backlog.popleft() for _ in range(n)]
+        if self._blocked:
+            self._aligning(chunk)
+        else:
+            rest, self._backlog = self._backlog, deque()
+            self.execute_scanned(chunk, None)
+            self._backlog.extend(rest)
+        return n
 
     def _intact(self) -> bool:
         """Whether everything sent to this task since the last rollback reached it."""
@@ -177,7 +212,10 @@ class CheckpointHandler(Adapter):
         collector = self._collector
         txid, action = tup.values
         if not self._barrier.arrive(action, txid):
-            if self.exactly_once:
+            if self.exactly_once and action != COMMIT:
+                # A COMMIT makes durable what its PREPARE prepared, whatever came since (Flink's
+                # notifyCheckpointComplete is not aligned either); holding input for it only
+                # stalled the topology while its copies crossed the workers' links.
                 self._blocked.add(tup.source_task)
                 self._aligning_on = (action, txid)
             if action == PREPARE and self._align_from is None:

@@ -8,9 +8,10 @@ the checkpoint from those sent after. Its data tuples are outside every tuple tr
 from __future__ import annotations
 
 import logging
+import time
 
 from executor.adapters import SpoutAdapter
-from executor.checkpoint.barrier_mode import RollbackAsker, coordinator_task
+from executor.checkpoint.barrier_mode import RollbackAsker, coordinator_task, pause_after_secs
 from executor.checkpoint.opener import StateOpener
 from executor.checkpoint.protocol import (
     CHECKPOINT_STREAM,
@@ -138,6 +139,13 @@ class SpoutBarriers:
         # Tuples emitted and not yet in a committed checkpoint: Storm's pending tuples (a stateful
         # bolt acks its inputs at a commit), which topology.max.spout.pending bounds.
         self.uncommitted = 0
+        # Exactly-once: when the checkpoint this executor passed a PREPARE of was first passed on
+        # (monotonic secs; None once it commits or rolls back). Past `_pause_after` the spout
+        # emits nothing (behind()): what aligning bolts hold and what waits in the queues ahead of
+        # a barrier stay bounded, as Flink's per-channel credits bound them (the links here carry
+        # many tasks' tuples, so a bolt cannot refuse one input alone).
+        self._pause_after = pause_after_secs(ex.conf)
+        self._preparing: tuple[int, float] | None = None
 
     def _empty(self, task: int) -> list | dict:
         return [] if task in self._wants else {}
@@ -174,15 +182,28 @@ class SpoutBarriers:
             if since:
                 self._prepared.setdefault(task, []).append((txid, since))
                 self._since[task] = self._empty(task)
+            if self._preparing is None:
+                self._preparing = (txid, time.monotonic())
         elif action == COMMIT:
             self._ack_committed(task, txid)
-        elif action == ROLLBACK:
+            if self._preparing is not None and txid >= self._preparing[0]:
+                self._preparing = None
+        else:
+            self._preparing = None  # a ROLLBACK or INITSTATE: the spout starts again from there
+        if action == ROLLBACK:
             # what was emitted since the last commit belongs to the rolled-back past
             if task in self._since:
                 self.uncommitted -= _size(self._since[task])
                 self._since[task] = self._empty(task)
             self.uncommitted -= sum(_size(done) for _txid, done in self._prepared.pop(task, ()))
         self._ack(tup, self._pass_on(task, tup))
+
+    def behind(self) -> bool:
+        """Whether the spout holds back its tuples: the checkpoint it passed on is under way for
+        longer than topology.state.checkpoint.pause.after.ms (exactly-once mode)."""
+        preparing = self._preparing
+        return (preparing is not None and self._pause_after is not None
+                and time.monotonic() - preparing[1] > self._pause_after)
 
     def _ask_reset(self, task: int) -> None:
         """Tell the checkpoint spout that this task's committed state is gone (rare: asked for

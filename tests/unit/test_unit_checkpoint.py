@@ -98,11 +98,25 @@ def _cp(task, action, txid):
     return (9, Tuple([txid, action], task, CHECKPOINT_STREAM, "up", Fields(["txid", "action"]), None))
 
 
+def _as_executed(fw):
+    """As the bolt executor runs it (executor/bolt.py): each batch, then what it kept for later
+    (drain) before the next batch."""
+    run = fw.execute_batch
+
+    def execute_batch(batch):
+        run(batch)
+        while fw.drain(1000):
+            pass
+
+    fw.execute_batch = execute_batch
+    return fw
+
+
 def _forwarder(exactly_once, inner=None, restored=True):
     """`restored`: the INITSTATE of a topology's start has passed (what an exactly-once task
     needs before a PREPARE)."""
     collector = _Collector()
-    fw = CheckpointForwarder(inner or _Inner(collector.events))
+    fw = _as_executed(CheckpointForwarder(inner or _Inner(collector.events)))
     fw.prepare({"topology.state.exactly.once": exactly_once}, _context(), collector)
     if restored:
         fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
@@ -131,7 +145,7 @@ def test_a_gap_fails_the_next_prepare_of_the_workers_bolts_until_a_rollback():
 
     losses = WorkerLosses("w1")
     c = _Collector()
-    fw = CheckpointForwarder(_Inner(c.events), losses)
+    fw = _as_executed(CheckpointForwarder(_Inner(c.events), losses))
     fw.prepare({"topology.state.exactly.once": True}, _context(), c)
     fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
     losses.gap(LinkGap(1, 3, 5))
@@ -201,6 +215,39 @@ def test_aligned_barrier_holds_an_input_until_every_input_sent_it():
     order = [e for e in c.events if e[0] in ("execute", "emit")]
     assert order == [("execute", 1, "a"), ("execute", 2, "c"), ("emit", CHECKPOINT_STREAM, [0, PREPARE]),
                      ("execute", 1, "b-after"), ("execute", 1, "d-after"), ("execute", 2, "e-after")]
+
+
+def test_what_an_alignment_held_is_executed_a_chunk_per_step_in_order_before_new_input():
+    # a long alignment's release goes through the executor's steps (and their back-pressure),
+    # never all at once in one step
+    c = _Collector()
+    fw = CheckpointForwarder(_Inner(c.events))
+    fw.prepare({"topology.state.exactly.once": True}, _context(), c)
+    fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
+    assert fw.drains and fw.drain(10) == 0
+    held = [_data(1, f"h{i}") for i in range(25)]
+    fw.execute_batch([_cp(1, PREPARE, 0), *held, _data(2, "x")])
+    fw.execute_batch([_cp(2, PREPARE, 0), _data(2, "after")])
+    c.events.clear()
+    fw.execute_batch([_data(1, "new")])  # taken while some is kept: it goes after, not before
+    assert c.events == []
+    assert [fw.drain(10), fw.drain(10), fw.drain(10), fw.drain(10)] == [10, 10, 7, 0]
+    assert [e[2] for e in c.events if e[0] == "execute"] == [f"h{i}" for i in range(25)] + ["after", "new"]
+    # the next alignment: input 1 held until input 2 sent its copy, then drained after
+    fw.execute_batch([_cp(1, PREPARE, 1), _data(1, "held-1")])
+    fw.execute_batch([_data(2, "y"), _cp(2, PREPARE, 1), _data(2, "z")])
+    c.events.clear()
+    while fw.drain(1):
+        pass
+    assert [e[2] for e in c.events if e[0] == "execute"] == ["held-1", "z"]
+
+
+def test_a_commit_is_not_aligned_input_flows_while_its_copies_arrive():
+    fw, c = _forwarder(True)
+    fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0), _cp(1, COMMIT, 0), _data(1, "a"), _data(2, "b")])
+    fw.execute_batch([_data(1, "c"), _cp(2, COMMIT, 0)])
+    order = [e[1:] for e in c.events if e[0] in ("execute", "emit")]
+    assert order == [(CHECKPOINT_STREAM, [0, PREPARE]), (1, "a"), (2, "b"), (1, "c"), (CHECKPOINT_STREAM, [0, COMMIT])]
 
 
 def test_unaligned_barrier_lets_every_input_flow_as_storm_does():
@@ -310,7 +357,7 @@ class _Step:
         self.anchors_to_ids = {7: 1}
 
 
-def _spout_barriers(wants_acks: bool):
+def _spout_barriers(wants_acks: bool, conf=None):
     """SpoutBarriers over an executor of two tasks whose spouts take every step."""
     from executor.checkpoint.spout_side import SpoutBarriers
 
@@ -318,13 +365,44 @@ def _spout_barriers(wants_acks: bool):
     spout = SimpleNamespace(wants_acks=lambda: wants_acks, handle_checkpoint=lambda action, txid: True)
     route = SimpleNamespace(targets=lambda values: [9])
     ex = SimpleNamespace(
-        task_ids=[1, 2], component_id="numbers", w=SimpleNamespace(objs={1: spout, 2: spout},
+        task_ids=[1, 2], component_id="numbers", conf=conf or {}, w=SimpleNamespace(objs={1: spout, 2: spout},
                                                                    routes={1: {CHECKPOINT_STREAM: route},
                                                                            2: {CHECKPOINT_STREAM: route}}),
         outbox=SimpleNamespace(emit_rooted=lambda *a: 0, ack_value=lambda root, value: None),
         ack_committed=lambda task, msg_id, stream: acked.append(msg_id),
         count_committed=lambda stream, n: counted.append(n))
     return SpoutBarriers(ex), acked, counted
+
+
+def test_a_spout_holds_back_while_the_checkpoint_it_passed_on_is_under_way_too_long(monkeypatch):
+    from executor.checkpoint import spout_side
+
+    now = [100.0]
+    monkeypatch.setattr(spout_side, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    b, _, _ = _spout_barriers(True, {"topology.state.exactly.once": True,
+                                     "topology.state.checkpoint.pause.after.ms": 500})
+    b.on_barrier(1, _Step(4, PREPARE))
+    now[0] += 0.4
+    b.on_barrier(2, _Step(4, PREPARE))  # the executor's other task: still timed from the first
+    assert not b.behind()
+    now[0] += 0.2
+    assert b.behind()
+    b.on_barrier(1, _Step(3, COMMIT))  # an older transaction's commit: still behind
+    assert b.behind()
+    b.on_barrier(1, _Step(4, COMMIT))
+    assert not b.behind()
+    b.on_barrier(1, _Step(5, PREPARE))
+    now[0] += 1.0
+    assert b.behind()
+    b.on_barrier(1, _Step(5, ROLLBACK))
+    assert not b.behind()
+    # null, or Storm's own mode: never
+    for conf in ({"topology.state.exactly.once": True, "topology.state.checkpoint.pause.after.ms": None},
+                 {"topology.state.exactly.once": False, "topology.state.checkpoint.pause.after.ms": 500}):
+        b, _, _ = _spout_barriers(True, conf)
+        b.on_barrier(1, _Step(1, PREPARE))
+        now[0] += 60
+        assert not b.behind()
 
 
 @pytest.mark.parametrize("wants_acks", [True, False])
