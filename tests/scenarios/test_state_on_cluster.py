@@ -72,6 +72,21 @@ def _dev_harness(tmp_path, dev):
         harness.client.close()
 
 
+def _evidence(redis, name: str, records) -> str:
+    """What a run that did not finish left: the numbers no committed state has seen (the sum
+    bolt keeps a seen-N key per number), and its tasks' checkpoint records, in time order."""
+    try:
+        seen = {int(k[5:]) for state in committed(redis, name).values() for k in state
+                if isinstance(k, str) and k.startswith("seen-")}
+    except Exception as exc:  # noqa: BLE001 -- evidence for a failure message, never a second failure
+        return f"committed state not read: {exc!r}"
+    missing = sorted(set(range(1, N + 1)) - seen)
+    steps = [{k: r.get(k) for k in ("component", "task", "kind", "txid", "next", "sum", "count") if k in r}
+             for r in records.records() if r["kind"] in ("init", "prepared", "committed", "rollback")]
+    return f"missing numbers {missing[:40]}{' ...' if len(missing) > 40 else ''}; records {records.summary()}; " \
+           f"checkpoint records (last 40): {steps[-40:]}"
+
+
 def _run_with_faults(tmp_path, dev, redis, topology_file: str, name: str, conf: dict, done):
     """Run `topology_file` on `dev` through a worker SIGKILL and a Redis outage until
     `done(totals)`; (the final totals, the run's records)."""
@@ -93,7 +108,8 @@ def _run_with_faults(tmp_path, dev, redis, topology_file: str, name: str, conf: 
         time.sleep(3)  # the outage itself (the fault), not a wait for something
         redis.start()
         wait_until(lambda: done(totals(redis, name)), DEADLINE,
-                   lambda: f"{name}: the run to finish after the Redis outage ({totals(redis, name)})",
+                   lambda: f"{name}: the run to finish after the Redis outage ({totals(redis, name)}); "
+                           f"{_evidence(redis, name, run.results)}",
                    interval=0.5, tolerate=(OSError,))
         result = totals(redis, name)
         harness.kill(name)
