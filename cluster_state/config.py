@@ -120,6 +120,13 @@ def default_config() -> dict[str, Any]:
     return dict(_DEFAULTS)
 
 
+def setting(conf: Mapping[str, Any], key: str) -> Any:
+    """`conf`'s value of `key`, or the packaged default where it has none: a bare conf (tests,
+    direct callers), or a topology's conf merged by a Nimbus older than the key."""
+    value = conf.get(key)
+    return default_config()[key] if value is None else value
+
+
 # ---------------------------------------------------------------- validation
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from cluster_state.config import default_config
+from cluster_state.config import setting
 from cluster_state.config_schema import WAIT_STRATEGY_NAMES
 from executor.errors import InvalidTopologyError
 
@@ -78,5 +78,4 @@ def make_wait_strategy(conf: Mapping[str, Any], situation: str, sleeper: Sleeper
 def _get(conf: Mapping[str, Any], key: str) -> Any:
     # Executors get their conf merged over the packaged defaults; a bare conf (tests, direct
     # callers) falls back to the same packaged value rather than a copy kept here.
-    value = conf.get(key)
-    return default_config()[key] if value is None else value
+    return setting(conf, key)

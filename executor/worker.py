@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping
 
+from cluster_state.config import setting
 from executor.adapting import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BoltExecutor
@@ -269,7 +270,7 @@ class Worker:
         if self.transport is not None:
             self._receiver = ReceiveIO(
                 f"worker-recv-{self.address}", self.transport, self.address, self._task_queue, self._resolve,
-                overflow_limit=int(self.conf["topology.executor.receive.buffer.size"]))
+                overflow_limit=overflow_limit(self.conf))
             self._start_io(self._receiver)  # on its own thread: returns once bound (or raises)
             if self._destinations:
                 self._start_transfer()
@@ -353,3 +354,15 @@ class Worker:
         if self._transfer is not None and self._transfer.backlog():
             return False
         return self._receiver is None or not self._receiver.backlog()
+
+
+OVERFLOW_SIZE = "topology.worker.receive.overflow.size"
+
+
+def overflow_limit(conf) -> int:
+    """How many received tuples a worker parks for its full executor queues before it stops
+    reading its links: topology.worker.receive.overflow.size, at most an executor queue's
+    capacity. Kept small, what a busy executor holds up on a link stays small too: the other
+    executors' tuples (a checkpoint's barriers, acker messages) come through behind at most this
+    many (bench/RESULTS.md, "A small receive overflow")."""
+    return min(int(setting(conf, OVERFLOW_SIZE)), int(conf["topology.executor.receive.buffer.size"]))

@@ -495,3 +495,21 @@ def test_worker_gc_thresholds_are_read_and_applied_and_bad_ones_named():
         with pytest.raises(ConfigError, match=KEY.replace(".", r"\.")) as err:
             validate_config({KEY: bad}, "test")
         assert words in str(err.value)
+
+
+def test_a_setting_missing_from_a_conf_is_the_packaged_default():
+    from cluster_state.config import setting
+
+    assert setting({}, "topology.worker.receive.overflow.size") == default_config()["topology.worker.receive.overflow.size"]
+    assert setting({"topology.worker.receive.overflow.size": 7}, "topology.worker.receive.overflow.size") == 7
+
+
+def test_the_receive_overflow_is_its_own_bound_and_never_past_an_executor_queue():
+    from executor.worker import overflow_limit
+
+    queue = {"topology.executor.receive.buffer.size": 32768}
+    assert overflow_limit({**queue, "topology.worker.receive.overflow.size": 2048}) == 2048
+    assert overflow_limit({"topology.executor.receive.buffer.size": 256,
+                           "topology.worker.receive.overflow.size": 2048}) == 256
+    # a topology's conf merged by a Nimbus that predates the key: the packaged default
+    assert overflow_limit(queue) == min(32768, default_config()["topology.worker.receive.overflow.size"])
