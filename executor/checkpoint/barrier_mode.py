@@ -8,9 +8,9 @@ its state, which over in-order links means every tuple sent before the barrier w
 
 A tuple lost in flight is never silent; each way one can be lost rolls the whole topology back
 to the last complete checkpoint:
-- a worker dies: its tasks start afresh and fail the next PREPARE until a ROLLBACK or
-  INITSTATE reached them (executor/checkpoint/forwarder.py, stateful.py, spout_side.py), and
-  the step under way, if it crossed the dead worker, times out;
+- a worker dies: its tasks start afresh and fail the next PREPARE until a ROLLBACK reached
+  them (an INITSTATE alone rewinds no spout; executor/checkpoint/forwarder.py, stateful.py,
+  spout_side.py), and the step under way, if it crossed the dead worker, times out;
 - a link loses a payload between two live workers: the receiving worker's links are numbered
   (executor/transport/sequenced.py), a gap counts in its `WorkerLosses`, and each of its bolt
   tasks fails the next PREPARE;

@@ -55,9 +55,10 @@ class CheckpointHandler(Adapter):
         # through back-pressure like any input instead of running for seconds in one step.
         self._backlog: deque = deque()
         # Exactly-once: a task that started afresh (its worker died) may have lost tuples in
-        # flight, so it fails every PREPARE until a ROLLBACK or INITSTATE has reached it; so
-        # does one whose worker lost something since: a payload on a link, a failed tuple
-        # (executor/checkpoint/barrier_mode.py).
+        # flight, so it fails every PREPARE until a ROLLBACK has reached it; so does one whose
+        # worker lost something since: a payload on a link, a failed tuple
+        # (executor/checkpoint/barrier_mode.py). Not an INITSTATE: it rewinds no spout, and what
+        # was sent to the task's previous run after the recovery's ROLLBACK died with it.
         self._restored = False
         self._losses = losses
         self._losses_at_restore = 0
@@ -254,7 +255,7 @@ class CheckpointHandler(Adapter):
         if not done:
             collector.fail(tup)
             return
-        if action in (ROLLBACK, INITSTATE):
+        if action == ROLLBACK or (action == INITSTATE and not self.exactly_once):
             self._restored = True
             self._losses_at_restore = self._losses.count if self._losses is not None else 0
         if action == ROLLBACK:

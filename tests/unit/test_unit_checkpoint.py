@@ -118,8 +118,8 @@ def _forwarder(exactly_once, inner=None, restored=True):
     collector = _Collector()
     fw = _as_executed(CheckpointForwarder(inner or _Inner(collector.events)))
     fw.prepare({"topology.state.exactly.once": exactly_once}, _context(), collector)
-    if restored:
-        fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
+    if restored:  # a topology's start: a ROLLBACK, then the INITSTATE
+        fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0), _cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
         collector.events.clear()
     return fw, collector
 
@@ -133,6 +133,12 @@ def test_a_task_started_afresh_fails_prepares_until_a_rollback_reached_it():
     fw.execute_batch([_cp(1, ROLLBACK, 3), _cp(2, ROLLBACK, 3), _cp(1, PREPARE, 3), _cp(2, PREPARE, 3)])
     assert [e for e in c.events if e[0] in ("emit", "fail")] == [("emit", CHECKPOINT_STREAM, [3, ROLLBACK]),
                                                                   ("emit", CHECKPOINT_STREAM, [3, PREPARE])]
+    # an INITSTATE alone is not enough: it rewinds no spout, and what was sent to the task's
+    # previous run after the recovery's ROLLBACK may have died with it
+    fw, c = _forwarder(True, restored=False)
+    fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1), _cp(1, PREPARE, 4), _cp(2, PREPARE, 4)])
+    assert [e for e in c.events if e[0] in ("emit", "fail")] == [("emit", CHECKPOINT_STREAM, [-1, INITSTATE]),
+                                                                  ("fail", 2, [4, PREPARE])]
     # Storm's own (at-least-once) mode passes a PREPARE on at once, as Storm's forwarder does
     fw, c = _forwarder(False, restored=False)
     fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
@@ -147,7 +153,7 @@ def test_a_gap_fails_the_next_prepare_of_the_workers_bolts_until_a_rollback():
     c = _Collector()
     fw = _as_executed(CheckpointForwarder(_Inner(c.events), losses))
     fw.prepare({"topology.state.exactly.once": True}, _context(), c)
-    fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
+    fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0), _cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
     losses.gap(LinkGap(1, 3, 5))
     c.events.clear()
     fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
@@ -189,6 +195,7 @@ class _Holding(_Inner):
 def test_an_output_is_prepared_at_the_barrier_published_at_commit_and_discarded_at_rollback():
     events = []
     fw, c = _forwarder(True, _Holding(events))
+    events.clear()  # the start's ROLLBACK discarded nothing
     fw.execute_batch([_data(1, "a"), _data(2, "b"), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0), _data(1, "c")])
     assert events == [("prepared", 0, ["a", "b"])]  # "c" came after the barrier: the next checkpoint's
     assert ("emit", CHECKPOINT_STREAM, [0, PREPARE]) in c.events
@@ -198,6 +205,7 @@ def test_an_output_is_prepared_at_the_barrier_published_at_commit_and_discarded_
     assert events[-1] == ("discarded", [1], [])
     events.clear()
     fw, c = _forwarder(True, _Holding(events, ok=False))
+    events.clear()
     fw.execute_batch([_data(1, "a"), _cp(1, PREPARE, 0), _cp(2, PREPARE, 0)])
     assert events == [("prepared", 0, ["a"])]
     assert [e for e in c.events if e[0] in ("emit", "fail")] == [("fail", 2, [0, PREPARE])]
@@ -223,8 +231,8 @@ def test_what_an_alignment_held_is_executed_a_chunk_per_step_in_order_before_new
     c = _Collector()
     fw = CheckpointForwarder(_Inner(c.events))
     fw.prepare({"topology.state.exactly.once": True}, _context(), c)
-    fw.execute_batch([_cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
-    assert fw.drains and fw.drain(10) == 0
+    fw.execute_batch([_cp(1, ROLLBACK, 0), _cp(2, ROLLBACK, 0), _cp(1, INITSTATE, -1), _cp(2, INITSTATE, -1)])
+    assert fw.drains and fw.drain(10) == 2 and fw.drain(10) == 0  # the INITSTATEs after the ROLLBACK's alignment
     held = [_data(1, f"h{i}") for i in range(25)]
     fw.execute_batch([_cp(1, PREPARE, 0), *held, _data(2, "x")])
     fw.execute_batch([_cp(2, PREPARE, 0), _data(2, "after")])
