@@ -11,7 +11,7 @@ from collections import deque
 
 from executor.adapters import Adapter, user_component
 from executor.checkpoint.api import CheckpointedOutput
-from executor.checkpoint.barrier_mode import WorkerLosses
+from executor.checkpoint.barrier_mode import WorkerLosses, barrier_only
 from executor.checkpoint.protocol import (
     ALIGNMENT,
     ALIGNMENT_MAX,
@@ -91,7 +91,7 @@ class CheckpointHandler(Adapter):
         self._collector = collector
         self._context = context
         self._barrier = Barrier(checkpoint_input_tasks(context))
-        self.exactly_once = bool(conf.get("topology.state.exactly.once"))
+        self.exactly_once = barrier_only(conf)
         self.drains = self.exactly_once  # only an exactly-once alignment keeps input for later
         self.prepare_inner(conf, context, collector)
 
@@ -114,6 +114,10 @@ class CheckpointHandler(Adapter):
         if self._backlog:  # after what waits there (the executor drains it before it takes more)
             self._backlog.extend(batch)
             return
+        self._scan(batch, streams)
+
+    def _scan(self, batch, streams: list | None) -> None:
+        """Data runs to the wrapped bolt, checkpoint tuples to _on_checkpoint, in order."""
         if self._blocked:
             self._aligning(list(batch))
             return
@@ -188,13 +192,8 @@ class CheckpointHandler(Adapter):
         if not backlog:
             return 0
         n = min(most, len(backlog))
-        chunk = [backlog.popleft() for _ in range(n)]
-        if self._blocked:
-            self._aligning(chunk)
-        else:
-            rest, self._backlog = self._backlog, deque()
-            self.execute_scanned(chunk, None)
-            self._backlog.extend(rest)
+        # what a barrier in the chunk leaves over goes back before the rest (_release)
+        self._scan([backlog.popleft() for _ in range(n)], None)
         return n
 
     def _intact(self) -> bool:
