@@ -9,6 +9,7 @@ from executor.acker import ACK, AckerLedger
 from executor.adapters import Adapter
 from executor.base import ExecutorBase
 from executor.checkpoint.barrier_mode import RollbackAsker, barrier_only, coordinator_task
+from executor.checkpoint.protocol import CHECKPOINT_STREAM
 from executor.core.collectors import (
     STREAM_OF,
     TUPLE_OF,
@@ -88,12 +89,20 @@ class BoltExecutor(ExecutorBase):
         self._execute_batch = None
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
+        # The one input of a plain batch (no checkpoint tuple in it: receive_queue.BarrierBatch)
+        # when the bolt has one besides `$checkpoint`, else None.
+        data_inputs = {i for i in inputs if i[1] != CHECKPOINT_STREAM}
+        self.single_data_input = next(iter(data_inputs)) if len(data_inputs) == 1 else None
+        # ... and the input of every tuple its bolt acks when it takes no ticks either (acks
+        # counted by the batch: OutputCollector.ack_counted)
+        self.acked_input = None if self.conf.get("topology.tick.tuple.freq.secs") else self.single_data_input
         senders: dict[str, set[str]] = {}
         for component, stream in inputs:
             senders.setdefault(stream, set()).add(component)
         # per stream, the one input component sending it, where only one does (count_inputs)
         self.sole_source = {stream: next(iter(c)) for stream, c in senders.items() if len(c) == 1}
         self._execute_scanned = None
+        self._execute_plain = None
         if barrier_only(self.conf):
             coordinator = coordinator_task(w.contexts[self.task_ids[0]])
             if coordinator is not None:
@@ -131,6 +140,7 @@ class BoltExecutor(ExecutorBase):
         if len(self.task_ids) == 1 and adapters:
             self._execute_batch = adapters[0].execute_batch
             self._execute_scanned = getattr(adapters[0], "execute_scanned", None)
+            self._execute_plain = getattr(adapters[0], "execute_plain", None)
 
     def _process(self, batch) -> None:
         self._where = "execute"
@@ -141,7 +151,11 @@ class BoltExecutor(ExecutorBase):
             return
         objs = self.w.objs
         streams = None
-        if self._execute_scanned is not None and type(batch) is not TupleColumn:
+        kind = type(batch)
+        if self._execute_plain is not None and kind is list:
+            # a plain batch holds no checkpoint tuple (receive_queue.BarrierBatch): no scan
+            self._execute_plain(batch)
+        elif self._execute_scanned is not None and kind is not TupleColumn:
             # the streams read once, for the checkpoint handler's scan and the count below
             streams = list(map(STREAM_OF, map(TUPLE_OF, batch)))
             self._execute_scanned(batch, streams)
@@ -160,13 +174,12 @@ class BoltExecutor(ExecutorBase):
         # Executed per input (component, stream): per batch when it is one input's (a received
         # column, or a bolt with one subscription), per tuple otherwise; timed per step (_timed).
         counts = self._step_inputs
-        if type(batch) is TupleColumn:
+        if kind is TupleColumn:
             key = (batch.component, batch.stream)
         else:
             first = batch[0][1]
             key = (first.source_component, first.source_stream)
-            if key != self._single_input:
-                # a bolt of a topology with checkpoints always has two inputs or more
+            if key != (self.single_data_input if kind is list else self._single_input):
                 count_inputs(counts, map(TUPLE_OF, batch), self.sole_source, streams)
                 return
         counts[key] = counts.get(key, 0) + n

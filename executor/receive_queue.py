@@ -26,6 +26,13 @@ class Calls(list):
     which only the executor's thread may use)."""
 
 
+class BarrierBatch(list):
+    """A user-lane batch that may hold checkpoint-stream tuples (executor/checkpoint/). The
+    outbox sends those tuples in batches of this type and of no other (Outbox.begin_barriers),
+    so a plain list taken from a queue holds none: an executor finds the barriers by a batch's
+    type, not by reading the stream of every tuple."""
+
+
 class ReceiveQueue:
     __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
                  "_measured", "_event", "_waiting")

@@ -25,6 +25,7 @@ from executor.checkpoint.protocol import (
     StateLostError,
     checkpoint_input_tasks,
 )
+from executor.checkpoint.sealing import sealed
 from executor.core.collectors import STREAM_OF, TUPLE_OF
 from executor.serialization import TupleColumn
 
@@ -115,6 +116,16 @@ class CheckpointHandler(Adapter):
             self._backlog.extend(batch)
             return
         self._scan(batch, streams)
+
+    def execute_plain(self, batch) -> None:
+        """execute_batch of a batch that holds no checkpoint tuple: a plain list from the
+        executor's queue (checkpoint tuples come in receive_queue.BarrierBatch ones)."""
+        if self._backlog:
+            self._backlog.extend(batch)
+        elif self._blocked:
+            self._aligning(list(batch))
+        else:
+            self.handle_data(batch)
 
     def _scan(self, batch, streams: list | None) -> None:
         """Data runs to the wrapped bolt, checkpoint tuples to _on_checkpoint, in order."""
@@ -264,7 +275,8 @@ class CheckpointHandler(Adapter):
         else:
             self._last_txid = txid
             self._barrier.forget_before(txid)
-        collector.emit([txid, action], anchors=tup, stream=CHECKPOINT_STREAM)
+        with sealed(collector):
+            collector.emit([txid, action], anchors=tup, stream=CHECKPOINT_STREAM)
         collector.ack(tup)
 
     def handle_checkpoint(self, tup, action: str, txid: int) -> bool:

@@ -22,6 +22,7 @@ from executor.checkpoint.protocol import (
     TxState,
     state_namespace,
 )
+from executor.checkpoint.sealing import sealed
 from executor.components import Spout
 
 log = logging.getLogger(__name__)
@@ -140,10 +141,11 @@ class CheckpointSpout(SpoutAdapter, Spout):
     def _emit(self, txid: int, action: str) -> None:
         log.debug("checkpoint spout: %s, emitting txid %d %s", self._tx, txid, action)
         self._in_progress = True
-        if self._exactly_once:
-            self._collector.emit_to_tasks(self._spout_tasks, [txid, action], CHECKPOINT_STREAM, txid)
-        else:
-            self._collector.emit([txid, action], stream=CHECKPOINT_STREAM, msg_id=txid)
+        with sealed(self._collector):
+            if self._exactly_once:
+                self._collector.emit_to_tasks(self._spout_tasks, [txid, action], CHECKPOINT_STREAM, txid)
+            else:
+                self._collector.emit([txid, action], stream=CHECKPOINT_STREAM, msg_id=txid)
 
     def gauges(self) -> dict:
         """SpoutAdapter.gauges: what the UI and /metrics show of the checkpoints (read on the

@@ -26,6 +26,7 @@ from executor.checkpoint.protocol import (
     check_restore,
     state_namespace,
 )
+from executor.checkpoint.sealing import sealed
 from executor.components import Spout
 from executor.serialization import ACKER_FAIL
 from executor.tuple import Tuple
@@ -234,7 +235,8 @@ class SpoutBarriers:
         out = ex.w.routes[task][CHECKPOINT_STREAM]
         values = list(tup.values)
         (root, edge), = tup.anchors_to_ids.items()
-        return edge ^ ex.outbox.emit_rooted(task, out, values, out.targets(values), root)
+        with sealed(ex.outbox):
+            return edge ^ ex.outbox.emit_rooted(task, out, values, out.targets(values), root)
 
     def _ack(self, tup: Tuple, value: int) -> None:
         outbox = self.ex.outbox

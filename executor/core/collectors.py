@@ -53,6 +53,14 @@ class _TaskCollector:
         self._task = task
         self._routes = executor.w.routes[task]
 
+    def begin_barriers(self) -> None:
+        """Emits from now to end_barriers go in batches of their own (checkpoint tuples:
+        executor/checkpoint/sealing.py)."""
+        self._ob.begin_barriers()
+
+    def end_barriers(self) -> None:
+        self._ob.end_barriers()
+
 
 class OutputCollector(_TaskCollector):
     """A bolt's collector: anchored emits, ack and fail."""
@@ -76,9 +84,17 @@ class OutputCollector(_TaskCollector):
         self._ob.ack(tup)
 
     def ack_counted(self, tups: list) -> None:
-        """Acks of many inputs at once, counted per input in one pass (a stateful bolt's batch in
-        exactly-once mode, executor/checkpoint/stateful.py); those in a tuple tree reach the acker."""
-        count_inputs(self._ex.acked_in, tups, self._ex.sole_source)
+        """Acks of many data tuples at once, counted per input (a stateful bolt's batch in
+        exactly-once mode, executor/checkpoint/stateful.py); those in a tuple tree reach the
+        acker. Exactly-once, no data tuple is in one (executor/checkpoint/barrier_mode.py) and
+        a bolt with one input besides `$checkpoint` counts them all at once."""
+        ex = self._ex
+        key = ex.acked_input
+        if key is not None:
+            acked_in = ex.acked_in
+            acked_in[key] = acked_in.get(key, 0) + len(tups)
+        else:
+            count_inputs(ex.acked_in, tups, ex.sole_source)
         if any(map(_ANCHORS_OF, tups)):
             ob = self._ob
             for tup in tups:

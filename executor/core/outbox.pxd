@@ -18,6 +18,7 @@ cdef class Outbox:
     cdef object _report_error
     cdef object _new_routes
     cdef object _untracked_fail
+    cdef bint _sealing
 
     cpdef route(self, dict routes, task, stream, values, bint direct=*)
     cpdef _counted(self, task, out, values, targets)
@@ -33,3 +34,5 @@ cdef class Outbox:
     cpdef to_acker(self, root, payload)
     cpdef _send_pending_acks(self)
     cpdef flush(self)
+    cpdef begin_barriers(self)
+    cpdef end_barriers(self)

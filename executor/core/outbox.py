@@ -19,6 +19,7 @@ from random import getrandbits
 from typing import Any, Callable
 
 from executor.errors import EmitError
+from executor.receive_queue import BarrierBatch
 from executor.serialization import (
     ACKER_ACK,
     ACKER_FAIL,
@@ -39,7 +40,7 @@ class Outbox:
     __slots__ = ("component_id", "_slot_queues", "_task_slot", "_bufs", "_batch_size", "pending_emits",
                  "_pending_acks", "_acker_tasks", "_n_ackers", "has_ackers", "_local_acker", "_root_bits",
                  "_listener", "_max_tuple_bytes", "_large_bytes", "_report_error", "_new_routes",
-                 "_untracked_fail")
+                 "_untracked_fail", "_sealing")
 
     def __init__(self, component_id: str, slot_queues: list, task_slot: dict[int, int], *, batch_size: int,
                  max_tuple_bytes: int, acker_tasks: list[int], local_tasks: frozenset[int] | set[int],
@@ -71,6 +72,7 @@ class Outbox:
         # Exactly-once (barrier-only) topologies: what a fail of a tuple outside every tuple tree
         # means (executor/checkpoint/barrier_mode.py); None: nothing, as in Storm.
         self._untracked_fail: Callable[[Tuple], None] | None = None
+        self._sealing = False  # between begin_barriers and end_barriers
 
     # ---- validation: the emit prologue of every collector ----
     def route(self, routes: dict, task: int, stream: str, values, direct: bool = False):
@@ -282,6 +284,8 @@ class Outbox:
     def _flush_slot(self, i: int) -> None:
         buf = self._bufs[i]
         self._bufs[i] = []
+        if self._sealing:
+            buf = BarrierBatch(buf)
         q = self._slot_queues[i]
         nbytes = batch_bytes(buf) if self._large_bytes else 0
         if self.pending_emits or not q.try_publish(buf, nbytes):
@@ -296,6 +300,22 @@ class Outbox:
             if bufs[i]:
                 self._flush_slot(i)
         self._large_bytes = 0
+
+    def begin_barriers(self) -> None:
+        """What is emitted from now to end_barriers (checkpoint tuples) goes in BarrierBatch
+        batches of its own; what was emitted before goes out first, in plain ones (the order
+        per destination is kept)."""
+        self.flush()
+        self._sealing = True
+
+    def end_barriers(self) -> None:
+        bufs = self._bufs
+        try:
+            for i in range(len(bufs)):
+                if bufs[i]:
+                    self._flush_slot(i)
+        finally:
+            self._sealing = False
 
     def try_flush_pending(self) -> bool:
         """Publish pendingEmits in order, stopping at the first refusal; True when empty."""

@@ -23,8 +23,8 @@ reset starts again from a low txid; refusing it would stop every checkpoint).
 A state is used by one thread at a time (its executor's). Subclasses provide the committed
 layer through the `_store_*` and `_fetch*` hooks.
 
-Compiled with the per-tuple core (executor/core/__init__.py lists it; no .pxd: the class stays a
-Python class that providers subclass): a stateful bolt calls `get` and `put` per tuple.
+Compiled with the per-tuple core (executor/core/__init__.py lists it; kv.pxd types its layers,
+and providers subclass it in Python): a stateful bolt calls `get` and `put` per tuple.
 """
 
 from __future__ import annotations

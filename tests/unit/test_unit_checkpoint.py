@@ -68,6 +68,12 @@ class _Collector:
         self.events.append(("emit", stream, list(values)))
         return []
 
+    def begin_barriers(self):
+        pass
+
+    def end_barriers(self):
+        pass
+
     def report_error(self, exc):
         self.events.append(("error", str(exc)))
 
@@ -303,6 +309,12 @@ class _SpoutCollector:
     def emit_to_tasks(self, tasks, values, stream, msg_id):
         self.emitted.append(list(values))
 
+    def begin_barriers(self):
+        pass
+
+    def end_barriers(self):
+        pass
+
     def report_error(self, exc):
         self.errors.append(str(exc))
 
@@ -376,7 +388,8 @@ def _spout_barriers(wants_acks: bool, conf=None):
         task_ids=[1, 2], component_id="numbers", conf=conf or {}, w=SimpleNamespace(objs={1: spout, 2: spout},
                                                                    routes={1: {CHECKPOINT_STREAM: route},
                                                                            2: {CHECKPOINT_STREAM: route}}),
-        outbox=SimpleNamespace(emit_rooted=lambda *a: 0, ack_value=lambda root, value: None),
+        outbox=SimpleNamespace(emit_rooted=lambda *a: 0, ack_value=lambda root, value: None,
+                               begin_barriers=lambda: None, end_barriers=lambda: None),
         ack_committed=lambda task, msg_id, stream: acked.append(msg_id),
         count_committed=lambda stream, n: counted.append(n))
     return SpoutBarriers(ex), acked, counted
