@@ -321,6 +321,8 @@ SCHEMA: dict[str, Rule] = {
     "topology.executor.blocking.step.millis": _positive(nullable=True),
     "topology.transfer.buffer.size": _int(1),
     "topology.worker.receive.overflow.size": _int(1),
+    "topology.transfer.hwm": _int(1),
+    "topology.transfer.socket.bytes": _int(4096, nullable=True),
     "topology.worker.gc.thresholds": Rule("list", nullable=True, item=_int(0), check=_gc_thresholds,
                                           describe_as="a list of 1 to 3 ints >= 0 (Python's gc.set_threshold)"),
     "topology.executor.receive.buffer.bytes": _int(1),

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from cluster_state import local_layout
 from cluster_state.auth import ROLE_TOPOLOGY
+from cluster_state.config import setting
 from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.records import STATUS_ACTIVE, WORKER_ERRORS, WorkerHeartbeat
@@ -49,6 +50,9 @@ from executor.worker_plan import task_addresses
 from executor.worker_runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
+
+TRANSFER_HWM = "topology.transfer.hwm"  # payloads each end of a link holds (ZeroMQ's SNDHWM/RCVHWM)
+TRANSFER_SOCKET_BYTES = "topology.transfer.socket.bytes"  # SO_SNDBUF/SO_RCVBUF of a link; null: the OS's
 
 _DRAIN_SECS = 1.0  # how long a stopping worker lets in-flight tuples drain
 # The log config is read on every change (a watch) and at least this often, in case a watch is
@@ -101,7 +105,9 @@ class ProcessRuntime:
         from executor.transport.curve import curve_keys
         from executor.transport.zmq import ZmqTransport
 
-        return ZmqTransport(bind_host=host, curve=curve_keys(conf))
+        buf = conf.get(TRANSFER_SOCKET_BYTES)
+        return ZmqTransport(bind_host=host, curve=curve_keys(conf), hwm=int(setting(conf, TRANSFER_HWM)),
+                            sndbuf=buf, rcvbuf=buf)
 
     def address(self, host: str, port: int, storm_id: str):
         return (host, port)

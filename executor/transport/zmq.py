@@ -45,6 +45,21 @@ _EVENT = struct.Struct("=HI")  # a monitor message's first frame: event id, valu
 _UNBIND_WAIT = 2.0             # seconds close() waits for the listener to be gone
 
 
+def _keepalive(sock: zmq.Socket, secs: int | None) -> None:
+    """TCP keepalive: a peer whose host vanished without closing its connections is noticed
+    after about `secs` (idle) + 5 unanswered probes a second apart. Not ZeroMQ's heartbeats:
+    they travel behind the payloads, so a receiver that back-pressures its link for longer than
+    their timeout (a busy worker, a long checkpoint alignment) looked dead and its link was
+    made again, mixing the payloads of two connections; the kernel answers a keepalive probe
+    whatever the reader does."""
+    if not secs:
+        return
+    sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, secs)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, 1)
+    sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, 5)
+
+
 def _endpoint(host: str, port: int | str) -> str:
     return f"tcp://[{host}]:{port}" if ":" in host else f"tcp://{host}:{port}"
 
@@ -72,6 +87,7 @@ class ZmqReceiver:
         self._transport = transport
         sock = transport.context.socket(zmq.PULL)
         sock.setsockopt(zmq.RCVHWM, transport.hwm)
+        _keepalive(sock, transport.keepalive_secs)
         sock.setsockopt(zmq.LINGER, 0)  # closing the receiver drops what was not read
         if transport.max_msg_bytes is not None:
             sock.setsockopt(zmq.MAXMSGSIZE, transport.max_msg_bytes)  # a larger message drops its peer
@@ -177,10 +193,7 @@ class ZmqSender:
         sock.setsockopt(zmq.LINGER, t.linger_ms)
         sock.setsockopt(zmq.RECONNECT_IVL, t.reconnect_ivl_ms)
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, t.reconnect_ivl_max_ms)
-        if t.heartbeat_ivl_ms:
-            # Detects a peer that stopped answering without closing its connection.
-            sock.setsockopt(zmq.HEARTBEAT_IVL, t.heartbeat_ivl_ms)
-            sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, t.heartbeat_timeout_ms)
+        _keepalive(sock, t.keepalive_secs)
         if t.sndbuf is not None:
             sock.setsockopt(zmq.SNDBUF, t.sndbuf)
         if ":" in host:
@@ -261,13 +274,14 @@ class ZmqTransport:
     """ZeroMQ transport. `context`: a shared zmq.Context (default: its own, terminated by
     close()). `bind_host`: the interface receivers bind on (the worker's host, never a
     wildcard; default: the host of the address given to bind). `hwm`: SNDHWM and RCVHWM in
-    messages. `linger_ms`: how long close() lets queued payloads leave. `sndbuf`/`rcvbuf`:
+    messages. `linger_ms`: how long close() lets queued payloads leave. `keepalive_secs`: TCP
+    keepalive's idle time (None: none; see _keepalive). `sndbuf`/`rcvbuf`:
     kernel buffer sizes in bytes (default: the OS's). `max_msg_bytes`: larger incoming
     messages drop their connection. `curve`: the cluster's CURVE keys (None: in clear)."""
 
     def __init__(self, context: zmq.Context | None = None, *, bind_host: str | None = None, hwm: int = 64,
                  linger_ms: int = 1000, reconnect_ivl_ms: int = 100, reconnect_ivl_max_ms: int = 1000,
-                 heartbeat_ivl_ms: int = 1000, heartbeat_timeout_ms: int = 6000, sndbuf: int | None = None,
+                 keepalive_secs: int | None = 5, sndbuf: int | None = None,
                  rcvbuf: int | None = None, max_msg_bytes: int | None = None, curve: CurveKeys | None = None):
         if bind_host is not None and bind_host in ("*", "0.0.0.0", "::", ""):
             raise TransportError(f"bind_host must be the worker's own host, not the wildcard {bind_host!r}")
@@ -282,8 +296,7 @@ class ZmqTransport:
         self.linger_ms = linger_ms
         self.reconnect_ivl_ms = reconnect_ivl_ms
         self.reconnect_ivl_max_ms = reconnect_ivl_max_ms
-        self.heartbeat_ivl_ms = heartbeat_ivl_ms
-        self.heartbeat_timeout_ms = heartbeat_timeout_ms
+        self.keepalive_secs = keepalive_secs
         self.sndbuf = sndbuf
         self.rcvbuf = rcvbuf
         self.max_msg_bytes = max_msg_bytes

@@ -11,6 +11,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,56 @@ def test_backpressure_bounded_then_resumes_with_nothing_lost_or_duplicated():
         assert [int(m[:8]) for m in received] == list(range(total))  # exactly once, in order
     finally:
         resume.set()
+        stop.set()
+        th.join(10)
+        s.close()
+        t.close()
+
+
+def test_a_receiver_that_reads_slowly_for_seconds_keeps_its_link_and_the_order():
+    # A busy worker reads its links slowly for seconds (a long checkpoint alignment), so a
+    # sender's data waits for seconds in the socket buffers. ZeroMQ's heartbeats travel behind
+    # that data: with them the sender took such a link for dead after their 6 s timeout and
+    # made it again, and the receiver got the two connections' payloads interleaved. TCP
+    # keepalive is answered by the kernel whatever the reader does.
+    buf = 1 << 20  # Linux doubles it: ~4 MB between the two ends, ~10 s at the reader's pace
+    t = ZmqTransport(bind_host=HOST, hwm=4, linger_ms=200, sndbuf=buf, rcvbuf=buf)
+    ports: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    received: list[bytes] = []
+    slow_until = time.monotonic() + 9.0
+
+    def reader() -> None:  # owns the receiver: a payload every 50 ms for 9 s, then all it can
+        r = t.bind((HOST, 0))
+        try:
+            ports.put(r.address)
+            while not stop.is_set():
+                m = r.recv(0.05)
+                if m is not None:
+                    received.append(m)
+                    if time.monotonic() < slow_until:
+                        time.sleep(0.05)
+        finally:
+            r.close()
+
+    th = threading.Thread(target=reader, name="test-zmq-slow-reader")
+    th.start()
+    s = t.connector()
+    try:
+        addr = ports.get(timeout=10)
+        s.connect(addr)
+        wait_until(lambda: s.is_connected(addr), message="connection")
+        sent = 0
+        while time.monotonic() < slow_until:  # offered all through the slow reading
+            if s.try_send(addr, b"%08d" % sent + b"p" * 20_000):
+                sent += 1
+            else:
+                time.sleep(0.005)
+        assert s.is_connected(addr), "the link was taken for dead while its reader was slow"
+        wait_until(lambda: len(received) >= sent, timeout=30,
+                   message=lambda: f"{sent} messages, got {len(received)}")
+        assert [int(m[:8]) for m in received] == list(range(sent))  # nothing lost, none twice, in order
+    finally:
         stop.set()
         th.join(10)
         s.close()
