@@ -71,7 +71,7 @@ class ExecutorBase:
             w.component_id, w.slot_queues, w.task_slot, batch_size=w.conf["topology.producer.batch.size"],
             max_tuple_bytes=w.conf["topology.max.tuple.size.bytes"], acker_tasks=w.acker_tasks,
             local_tasks=w.local_tasks, first_task=self.task_ids[0], listener=w.emit_listener,
-            report_error=self.report_error)
+            report_error=self.report_error, tasks=tuple(self.task_ids))
         self._reported: dict[str, int] = {}
         # Back-pressure waits for room downstream, not for input: sleeping on our own queue would
         # return at once while input is queued, and a spinning producer starves (GIL) the very

@@ -35,7 +35,7 @@ class BarrierBatch(list):
 
 class ReceiveQueue:
     __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
-                 "_measured", "_event", "_waiting")
+                 "_measured", "_event", "_waiting", "_refusing", "_refusing_until")
 
     def __init__(self, capacity: int, name: str = "", byte_capacity: int | None = None,
                  event: threading.Event | None = None):
@@ -55,11 +55,17 @@ class ReceiveQueue:
         # One consumer serving several queues (the transfer thread) passes one shared event.
         self._event = event if event is not None else threading.Event()
         self._waiting = False
+        self._refusing: frozenset = frozenset()  # refuse()
+        self._refusing_until = 0.0
 
-    def try_publish(self, batch: list, nbytes: int = 0) -> bool:
+    def try_publish(self, batch: list, nbytes: int = 0, producer: tuple | None = None) -> bool:
         """Enqueue a batch unless the queue is full; an empty queue accepts any batch.
 
-        nbytes > 0 marks a measured batch: it also needs room under the byte bound."""
+        nbytes > 0 marks a measured batch: it also needs room under the byte bound. `producer`:
+        the tasks of the local executor publishing (refuse())."""
+        refusing = self._refusing
+        if refusing and producer and refusing.issuperset(producer) and time.monotonic() < self._refusing_until:
+            return False
         n = len(batch)
         with self._lock:
             size = self._size
@@ -104,6 +110,15 @@ class ReceiveQueue:
                 for b in out:
                     self._bytes -= measured.pop(id(b), 0)
         return out
+
+    def refuse(self, tasks, until: float) -> None:
+        """Until time.monotonic() `until`, refuse batches from local executors all of whose tasks are in
+        `tasks` (they keep them in their pendingEmits: back-pressure), whether or not there is
+        room; an empty `tasks` ends it. An exactly-once barrier alignment refuses the inputs
+        whose barrier came once it holds enough of their tuples (executor/checkpoint/forwarder.py);
+        batches from other workers are never refused: they share a link with others."""
+        self._refusing_until = until
+        self._refusing = frozenset(tasks)
 
     def consume_system(self) -> list:
         """Take only the system batches (for a consumer that cannot take user tuples now)."""

@@ -32,7 +32,7 @@ class _Queue:
         self.room = room
         self.batches: list = []
 
-    def try_publish(self, batch, nbytes=0) -> bool:
+    def try_publish(self, batch, nbytes=0, producer=None) -> bool:
         if self.room <= 0:
             return False
         self.room -= 1

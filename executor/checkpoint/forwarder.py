@@ -31,6 +31,15 @@ from executor.serialization import TupleColumn
 
 log = logging.getLogger(__name__)
 
+# Exactly-once alignment: once it holds this many tuples, the local executors whose barrier came
+# are refused at the queue (back-pressure), so that a barrier late on a link between workers no
+# longer lets a spout of this worker run free into a held list (hundreds of thousands of tuples,
+# executed afterwards while every later barrier waits behind them) ...
+HOLD_BEFORE_REFUSING = 4096
+# ... for at most this long from the alignment's start: should the barrier awaited never come
+# (a worker died), the rollback that follows must not wait behind a refused executor's output.
+REFUSE_SECS = 2.0
+
 
 class CheckpointHandler(Adapter):
     """Splits a batch into data runs (to the wrapped bolt) and checkpoint tuples (to
@@ -68,6 +77,9 @@ class CheckpointHandler(Adapter):
         self._align_from: float | None = None
         self._alignments: deque = deque(maxlen=ALIGNMENTS_KEPT)
         self._ask_reset = None  # exactly-once: tells the checkpoint spout this task's state is gone
+        self._refuse = None     # its executor's queue's refuse (refuse_with), or None
+        self._refusing = False
+        self._aligning_since = 0.0
 
     # ---- what the wrapped bolt needs from the executor ----
     def input_room(self) -> int:
@@ -75,6 +87,11 @@ class CheckpointHandler(Adapter):
 
     def on_state_lost(self, ask) -> None:
         self._ask_reset = ask
+
+    def refuse_with(self, refuse) -> None:
+        """`refuse(tasks, until)`: its executor's queue's (receive_queue.ReceiveQueue.refuse),
+        given when the task is its executor's only one."""
+        self._refuse = refuse
 
     def release_on_death(self) -> None:
         if isinstance(self._inner, Adapter):
@@ -189,11 +206,17 @@ class CheckpointHandler(Adapter):
             self.handle_data(run)
         if not self._blocked or queue:
             self._release(queue)
+        elif len(held) >= HOLD_BEFORE_REFUSING and self._refuse is not None:
+            self._refuse(self._blocked, self._aligning_since + REFUSE_SECS)
+            self._refusing = True
 
     def _release(self, rest: deque) -> None:
         """The alignment is over: what it held, then `rest`, go before the backlog."""
         held, self._held = self._held, []
         self._blocked = set()
+        if self._refusing:
+            self._refuse((), 0.0)
+            self._refusing = False
         backlog = self._backlog
         backlog.extendleft(reversed(rest))
         backlog.extendleft(reversed(held))
@@ -227,6 +250,8 @@ class CheckpointHandler(Adapter):
                 # A COMMIT makes durable what its PREPARE prepared, whatever came since (Flink's
                 # notifyCheckpointComplete is not aligned either); holding input for it only
                 # stalled the topology while its copies crossed the workers' links.
+                if not self._blocked:
+                    self._aligning_since = time.monotonic()
                 self._blocked.add(tup.source_task)
                 self._aligning_on = (action, txid)
             if action == PREPARE and self._align_from is None:

@@ -19,6 +19,7 @@ cdef class Outbox:
     cdef object _new_routes
     cdef object _untracked_fail
     cdef bint _sealing
+    cdef object _tasks
 
     cpdef route(self, dict routes, task, stream, values, bint direct=*)
     cpdef _counted(self, task, out, values, targets)

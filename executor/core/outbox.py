@@ -40,13 +40,14 @@ class Outbox:
     __slots__ = ("component_id", "_slot_queues", "_task_slot", "_bufs", "_batch_size", "pending_emits",
                  "_pending_acks", "_acker_tasks", "_n_ackers", "has_ackers", "_local_acker", "_root_bits",
                  "_listener", "_max_tuple_bytes", "_large_bytes", "_report_error", "_new_routes",
-                 "_untracked_fail", "_sealing")
+                 "_untracked_fail", "_sealing", "_tasks")
 
     def __init__(self, component_id: str, slot_queues: list, task_slot: dict[int, int], *, batch_size: int,
                  max_tuple_bytes: int, acker_tasks: list[int], local_tasks: frozenset[int] | set[int],
                  first_task: int, listener: EmitListener | None,
-                 report_error: Callable[[int, BaseException], None]):
+                 report_error: Callable[[int, BaseException], None], tasks: tuple = ()):
         self.component_id = component_id
+        self._tasks = tuple(tasks) or None  # its executor's, named to the queues it publishes to
         self._slot_queues = list(slot_queues)
         self._task_slot = task_slot
         self._bufs: list[list] = [[] for _ in self._slot_queues]
@@ -288,7 +289,7 @@ class Outbox:
             buf = BarrierBatch(buf)
         q = self._slot_queues[i]
         nbytes = batch_bytes(buf) if self._large_bytes else 0
-        if self.pending_emits or not q.try_publish(buf, nbytes):
+        if self.pending_emits or not q.try_publish(buf, nbytes, self._tasks):
             self.pending_emits.append((q, buf, nbytes))
 
     def flush(self) -> None:
@@ -322,7 +323,7 @@ class Outbox:
         pe = self.pending_emits
         while pe:
             q, b, nbytes = pe[0]
-            if not q.try_publish(b, nbytes):
+            if not q.try_publish(b, nbytes, self._tasks):
                 return False
             pe.popleft()
         return True

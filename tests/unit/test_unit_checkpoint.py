@@ -256,6 +256,45 @@ def test_what_an_alignment_held_is_executed_a_chunk_per_step_in_order_before_new
     assert [e[2] for e in c.events if e[0] == "execute"] == ["held-1", "z"]
 
 
+def test_an_alignment_holding_many_tuples_refuses_the_local_inputs_whose_barrier_came():
+    # Refused at the queue (back-pressure), for a bounded time from the alignment's start;
+    # released with what it held once the barrier's last copy came.
+    from executor.checkpoint.forwarder import HOLD_BEFORE_REFUSING, REFUSE_SECS
+
+    refusals = []
+    fw, c = _forwarder(True)
+    fw.refuse_with(lambda tasks, until: refusals.append((set(tasks), until)))
+    fw.execute_batch([_cp(1, PREPARE, 0), *[_data(1, i) for i in range(HOLD_BEFORE_REFUSING - 1)]])
+    assert refusals == []  # a short alignment never refuses
+    fw.execute_batch([_data(1, "one more"), _data(2, "flows")])
+    (tasks, until), = refusals
+    assert tasks == {1} and 0 < until - fw._aligning_since <= REFUSE_SECS
+    assert [e[1:] for e in c.events if e[0] == "execute"] == [(2, "flows")]
+    fw.execute_batch([_cp(2, PREPARE, 0)])
+    assert refusals[-1] == (set(), 0.0)  # the refusal ends with the alignment
+    executed = [e[2] for e in c.events if e[0] == "execute"]
+    assert executed == ["flows", *range(HOLD_BEFORE_REFUSING - 1), "one more"]
+
+
+def test_a_queue_refuses_only_local_executors_all_of_whose_tasks_it_names_and_only_until_told():
+    import time
+
+    from executor.receive_queue import ReceiveQueue
+
+    q = ReceiveQueue(100, "q")
+    q.refuse({1, 2}, time.monotonic() + 60)
+    assert not q.try_publish([("x", 1)], 0, (1,))        # an executor whose barrier came
+    assert not q.try_publish([("x", 1)], 0, (1, 2))
+    assert q.try_publish([("x", 1)], 0, (1, 3))          # one of its tasks still before it
+    assert q.try_publish([("x", 1)], 0, None)            # another worker's (a shared link)
+    assert q.try_publish([("x", 1)])
+    q.refuse({1}, time.monotonic() - 1)                  # past its time: refused no more
+    assert q.try_publish([("x", 1)], 0, (1,))
+    q.refuse({1}, time.monotonic() + 60)
+    q.refuse((), 0.0)
+    assert q.try_publish([("x", 1)], 0, (1,))
+
+
 def test_a_commit_is_not_aligned_input_flows_while_its_copies_arrive():
     fw, c = _forwarder(True)
     fw.execute_batch([_cp(1, PREPARE, 0), _cp(2, PREPARE, 0), _cp(1, COMMIT, 0), _data(1, "a"), _data(2, "b")])

@@ -163,7 +163,7 @@ def test_every_emit_counts_itself_in_the_outbox():
     from executor.tuple import Fields, Tuple
 
     class Queue:
-        def try_publish(self, batch, nbytes=0) -> bool:
+        def try_publish(self, batch, nbytes=0, producer=None) -> bool:
             return True
 
     fields = Fields(["word", "n"])
