@@ -107,33 +107,44 @@ def test_many_messages_in_order_per_peer(transport):
         r2.close()
 
 
+def _reader_and_sender(t: ZmqTransport, read, name: str):
+    """A thread that owns a receiver bound on `t` (it runs read(receiver), then closes it), and
+    a sender of this thread connected to it: (thread, sender, address)."""
+    ports: queue.Queue = queue.Queue()
+
+    def run() -> None:
+        r = t.bind((HOST, 0))
+        try:
+            ports.put(r.address)
+            read(r)
+        finally:
+            r.close()
+
+    th = threading.Thread(target=run, name=name)
+    th.start()
+    s = t.connector()
+    addr = ports.get(timeout=10)
+    s.connect(addr)
+    wait_until(lambda: s.is_connected(addr), message="connection")
+    return th, s, addr
+
+
 def test_backpressure_bounded_then_resumes_with_nothing_lost_or_duplicated():
     hwm, size, buf = 8, 10_000, 65536
     t = ZmqTransport(bind_host=HOST, hwm=hwm, sndbuf=buf, rcvbuf=buf, linger_ms=200)
-    ports: queue.Queue = queue.Queue()
     resume = threading.Event()
     stop = threading.Event()
     received: list[bytes] = []
 
-    def reader() -> None:  # owns the receiver: binds, reads only once resumed, closes
-        r = t.bind((HOST, 0))
-        try:
-            ports.put(r.address)
-            resume.wait(30)
-            while not stop.is_set():
-                m = r.recv(0.05)
-                if m is not None:
-                    received.append(m)
-        finally:
-            r.close()
+    def read(r) -> None:  # only once resumed
+        resume.wait(30)
+        while not stop.is_set():
+            m = r.recv(0.05)
+            if m is not None:
+                received.append(m)
 
-    th = threading.Thread(target=reader, name="test-zmq-reader")
-    th.start()
-    s = t.connector()
+    th, s, addr = _reader_and_sender(t, read, "test-zmq-reader")
     try:
-        addr = ports.get(timeout=10)
-        s.connect(addr)
-        wait_until(lambda: s.is_connected(addr), message="connection")
         payload = b"p" * (size - 8)
         count = {"accepted": 0, "streak": 0}
 
@@ -176,31 +187,20 @@ def test_a_receiver_that_reads_slowly_for_seconds_keeps_its_link_and_the_order()
     # keepalive is answered by the kernel whatever the reader does.
     buf = 1 << 20  # Linux doubles it: ~4 MB between the two ends, ~10 s at the reader's pace
     t = ZmqTransport(bind_host=HOST, hwm=4, linger_ms=200, sndbuf=buf, rcvbuf=buf)
-    ports: queue.Queue = queue.Queue()
     stop = threading.Event()
     received: list[bytes] = []
     slow_until = time.monotonic() + 9.0
 
-    def reader() -> None:  # owns the receiver: a payload every 50 ms for 9 s, then all it can
-        r = t.bind((HOST, 0))
-        try:
-            ports.put(r.address)
-            while not stop.is_set():
-                m = r.recv(0.05)
-                if m is not None:
-                    received.append(m)
-                    if time.monotonic() < slow_until:
-                        time.sleep(0.05)
-        finally:
-            r.close()
+    def read(r) -> None:  # a payload every 50 ms for 9 s, then all it can
+        while not stop.is_set():
+            m = r.recv(0.05)
+            if m is not None:
+                received.append(m)
+                if time.monotonic() < slow_until:
+                    time.sleep(0.05)
 
-    th = threading.Thread(target=reader, name="test-zmq-slow-reader")
-    th.start()
-    s = t.connector()
+    th, s, addr = _reader_and_sender(t, read, "test-zmq-slow-reader")
     try:
-        addr = ports.get(timeout=10)
-        s.connect(addr)
-        wait_until(lambda: s.is_connected(addr), message="connection")
         sent = 0
         while time.monotonic() < slow_until:  # offered all through the slow reading
             if s.try_send(addr, b"%08d" % sent + b"p" * 20_000):
