@@ -141,6 +141,8 @@ class BoltExecutor(ExecutorBase):
             self._execute_batch = adapters[0].execute_batch
             self._execute_scanned = getattr(adapters[0], "execute_scanned", None)
             self._execute_plain = getattr(adapters[0], "execute_plain", None)
+            # the queue is this task's alone: refusing an input there holds up no other task's
+            # alignment (executor/checkpoint/forwarder.py, HOLD_BEFORE_REFUSING)
             refuse_with = getattr(adapters[0], "refuse_with", None)
             if refuse_with is not None:
                 refuse_with(self.queue.refuse)

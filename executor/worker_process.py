@@ -105,7 +105,9 @@ class ProcessRuntime:
         from executor.transport.curve import curve_keys
         from executor.transport.zmq import ZmqTransport
 
-        buf = conf.get(TRANSFER_SOCKET_BYTES)
+        # null means the OS's buffers, so only an absent key (an older Nimbus merged the conf)
+        # takes the packaged default
+        buf = conf[TRANSFER_SOCKET_BYTES] if TRANSFER_SOCKET_BYTES in conf else setting({}, TRANSFER_SOCKET_BYTES)
         return ZmqTransport(bind_host=host, curve=curve_keys(conf), hwm=int(setting(conf, TRANSFER_HWM)),
                             sndbuf=buf, rcvbuf=buf)
 

@@ -513,3 +513,27 @@ def test_the_receive_overflow_is_its_own_bound_and_never_past_an_executor_queue(
                            "topology.worker.receive.overflow.size": 2048}) == 256
     # a topology's conf merged by a Nimbus that predates the key: the packaged default
     assert overflow_limit(queue) == min(32768, default_config()["topology.worker.receive.overflow.size"])
+
+
+def test_a_workers_links_take_their_depth_from_the_topology_and_bad_values_are_named():
+    from executor.worker_process import ProcessRuntime
+
+    t = ProcessRuntime.transport(None, "127.0.0.1", {"topology.transfer.hwm": 3, "topology.transfer.socket.bytes": 65536})
+    try:
+        assert (t.hwm, t.sndbuf, t.rcvbuf) == (3, 65536, 65536)
+    finally:
+        t.close()
+    t = ProcessRuntime.transport(None, "127.0.0.1", {})  # a conf merged by an older Nimbus: the defaults
+    try:
+        assert (t.hwm, t.sndbuf) == (default_config()["topology.transfer.hwm"],
+                                     default_config()["topology.transfer.socket.bytes"])
+    finally:
+        t.close()
+    t = ProcessRuntime.transport(None, "127.0.0.1", {"topology.transfer.socket.bytes": None})  # the OS's
+    try:
+        assert t.sndbuf is None and t.rcvbuf is None
+    finally:
+        t.close()
+    for key, value in (("topology.transfer.hwm", 0), ("topology.transfer.socket.bytes", 100)):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            validate_config({key: value})
