@@ -56,7 +56,7 @@ class _Queue:
     def __init__(self):
         self.batches = []
 
-    def try_publish(self, batch, nbytes=0):
+    def try_publish(self, batch, nbytes=0, producer=None):
         self.batches.append(batch)
         return True
 

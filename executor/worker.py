@@ -52,7 +52,7 @@ class _Discard:
     def __init__(self):
         self.dropped = 0
 
-    def try_publish(self, batch: list, nbytes: int = 0) -> bool:
+    def try_publish(self, batch: list, nbytes: int = 0, producer: tuple | None = None) -> bool:
         self.dropped += len(batch)
         return True
 

@@ -89,3 +89,17 @@ def test_an_emit_that_raises_inside_ends_the_sealing():
     _emit(ob, data, ["x"])
     ob.flush()
     assert [kind for kind, _ in _taken(q)] == [list]
+
+
+def test_every_queue_an_outbox_publishes_to_takes_its_producer():
+    # the queues of the outbox's seam: a ReceiveQueue, and the worker's sink for tasks that no
+    # assignment places yet (a stale route during a rebalance)
+    from executor.worker import _Discard
+
+    unplaced = _Discard()
+    q = ReceiveQueue(1000, "a")
+    ob = Outbox("up", [q, unplaced], {10: 0, 11: 1}, batch_size=1, max_tuple_bytes=1 << 20, acker_tasks=[],
+                local_tasks={10}, first_task=1, listener=None, report_error=lambda task, exc: None, tasks=(1,))
+    _emit(ob, _out("default", ["word"]), ["x"])
+    ob.flush()
+    assert unplaced.dropped == 1 and len(q) == 1 and not ob.pending_emits
