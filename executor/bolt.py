@@ -92,10 +92,10 @@ class BoltExecutor(ExecutorBase):
         # The one input of a plain batch (no checkpoint tuple in it: receive_queue.BarrierBatch)
         # when the bolt has one besides `$checkpoint`, else None.
         data_inputs = {i for i in inputs if i[1] != CHECKPOINT_STREAM}
-        self.single_data_input = next(iter(data_inputs)) if len(data_inputs) == 1 else None
+        self._single_data_input = next(iter(data_inputs)) if len(data_inputs) == 1 else None
         # ... and the input of every tuple its bolt acks when it takes no ticks either (acks
         # counted by the batch: OutputCollector.ack_counted)
-        self.acked_input = None if self.conf.get("topology.tick.tuple.freq.secs") else self.single_data_input
+        self.acked_input = None if self.conf.get("topology.tick.tuple.freq.secs") else self._single_data_input
         senders: dict[str, set[str]] = {}
         for component, stream in inputs:
             senders.setdefault(stream, set()).add(component)
@@ -184,7 +184,7 @@ class BoltExecutor(ExecutorBase):
         else:
             first = batch[0][1]
             key = (first.source_component, first.source_stream)
-            if key != (self.single_data_input if kind is list else self._single_input):
+            if key != (self._single_data_input if kind is list else self._single_input):
                 count_inputs(counts, map(TUPLE_OF, batch), self.sole_source, streams)
                 return
         counts[key] = counts.get(key, 0) + n

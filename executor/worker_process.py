@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from cluster_state import local_layout
 from cluster_state.auth import ROLE_TOPOLOGY
-from cluster_state.config import setting
+from cluster_state.config import default_config, setting
 from cluster_state.errors import ClusterStateError, DecodeError
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.records import STATUS_ACTIVE, WORKER_ERRORS, WorkerHeartbeat
@@ -107,7 +107,7 @@ class ProcessRuntime:
 
         # null means the OS's buffers, so only an absent key (an older Nimbus merged the conf)
         # takes the packaged default
-        buf = conf[TRANSFER_SOCKET_BYTES] if TRANSFER_SOCKET_BYTES in conf else setting({}, TRANSFER_SOCKET_BYTES)
+        buf = conf.get(TRANSFER_SOCKET_BYTES, default_config()[TRANSFER_SOCKET_BYTES])
         return ZmqTransport(bind_host=host, curve=curve_keys(conf), hwm=int(setting(conf, TRANSFER_HWM)),
                             sndbuf=buf, rcvbuf=buf)
 

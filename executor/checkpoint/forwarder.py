@@ -140,14 +140,14 @@ class CheckpointHandler(Adapter):
         if self._backlog:
             self._backlog.extend(batch)
         elif self._blocked:
-            self._aligning(list(batch))
+            self._aligning(batch)
         else:
             self.handle_data(batch)
 
     def _scan(self, batch, streams: list | None) -> None:
         """Data runs to the wrapped bolt, checkpoint tuples to _on_checkpoint, in order."""
         if self._blocked:
-            self._aligning(list(batch))
+            self._aligning(batch)
             return
         if type(batch) is TupleColumn:
             if batch.stream != CHECKPOINT_STREAM:
@@ -178,7 +178,8 @@ class CheckpointHandler(Adapter):
         """Exactly-once barrier alignment (Flink's, on the checkpoint stream): what comes from a
         task whose checkpoint tuple already arrived waits until every input's has, so that the
         state acted on holds exactly the tuples sent before the checkpoint. Once aligned, what
-        waited and the rest of `entries` go to the backlog, executed from the next step on."""
+        waited and the rest of `entries` (any batch: read once, into a deque) go to the backlog,
+        executed from the next step on."""
         queue = deque(entries)
         held = self._held
         run: list = []  # consecutive data entries from inputs still before their barrier
