@@ -570,12 +570,21 @@ def checkpoints(dev: DevCluster, storm_id: str) -> dict | None:
 
 
 def checkpoint_window(before: dict | None, after: dict | None) -> dict:
-    """Commits and rollbacks in the window; the bolts' longest alignment among the last
-    checkpoints (executor/checkpoint/protocol.py ALIGNMENTS_KEPT, ~a minute at 1 s) and the
-    checkpoint spout's commit latency, as the UI reports them at the window's end."""
+    """Commits and rollbacks in the window; the bolts' alignments in it (how many, their 99th
+    percentile's bucket, how many took over 100 ms) from the UI's cumulative buckets, the longest
+    among their last checkpoints (executor/checkpoint/protocol.py ALIGNMENTS_KEPT, ~a minute at
+    1 s, so it may reach back before the window) and the checkpoint spout's commit latency, as the
+    UI reports them at the window's end."""
     if not before or not after:
         return {"error": "the UI did not answer"}
+    bounds = list(after.get("alignmentBucketsMs") or {})
+    counts = [after["alignmentBucketsMs"][b] - (before.get("alignmentBucketsMs") or {}).get(b, 0) for b in bounds]
+    total = (after.get("alignments") or 0) - (before.get("alignments") or 0)
+    within_100 = dict(zip(bounds, counts)).get("100")
+    p99 = next((float(b) for b, n in zip(bounds, counts) if n >= 0.99 * total), None) if total > 0 else None
     return {"commits": after["commits"] - before["commits"], "rollbacks": after["rollbacks"] - before["rollbacks"],
+            "alignments": total, "alignment_p99_ms_at_most": p99 if p99 is not None or total <= 0 else "over the last bucket",
+            "alignments_over_100ms": None if within_100 is None else total - within_100,
             "alignment_last_ms": after["alignmentMs"], "alignment_max_ms": after["alignmentMaxMs"],
             "commit_latency_ms": after["commitLatencyMs"], "commit_latency_max_ms": after["commitLatencyMaxMs"]}
 

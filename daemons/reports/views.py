@@ -28,7 +28,16 @@ from daemons.reports import formats as fmt
 from daemons.reports.layout import layout as layered_layout
 from executor import stats as st
 from executor.checkpoint.barrier_mode import barrier_only
-from executor.checkpoint.protocol import ALIGNMENT, ALIGNMENT_MAX, CHECKPOINT_COMPONENT
+from executor.checkpoint.protocol import (
+    ALIGNMENT,
+    ALIGNMENT_BOUNDS_MS,
+    ALIGNMENT_BUCKET,
+    ALIGNMENT_COUNT,
+    ALIGNMENT_MAX,
+    ALIGNMENT_SUM,
+    CHECKPOINT_COMPONENT,
+    percentile_bound,
+)
 from executor.checkpoint.stall import checkpoint_stall as stall_line
 from executor.layout import ACKER_COMPONENT
 from executor.package import masked
@@ -345,10 +354,22 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
     return {"lastCommittedTxid": extra.get("last_committed_txid"),
             "alignmentMs": round(max(float(e[ALIGNMENT]) for e in aligned), 3) if aligned else None,
             "alignmentMaxMs": round(max(float(e.get(ALIGNMENT_MAX, 0)) for e in aligned), 3) if aligned else None,
+            **_alignment_histogram(aligned),
             "lastCommitAgeSecs": None if at is None else round(max(0.0, now - at), 1),
             "commits": int(extra.get("commits") or 0), "commitLatencyMs": ms("commit_latency_ms"),
             "commitLatencyMaxMs": ms("commit_latency_max_ms"), "rollbacks": int(extra.get("rollbacks") or 0),
             "recovering": bool(extra.get("recovering", True))}
+
+
+def _alignment_histogram(aligned: list[dict]) -> dict:
+    """Every alignment of the bolts' running executors since they started, in cumulative buckets
+    (executor/checkpoint/protocol.py ALIGNMENT_BOUNDS_MS), and their 99th percentile's bucket."""
+    counts = [sum(int(e.get(f"{ALIGNMENT_BUCKET}{b}", 0)) for e in aligned) for b in ALIGNMENT_BOUNDS_MS]
+    total = sum(int(e.get(ALIGNMENT_COUNT, 0)) for e in aligned)
+    p99 = percentile_bound(counts, total, 0.99)
+    return {"alignments": total, "alignmentSumMs": round(sum(float(e.get(ALIGNMENT_SUM, 0)) for e in aligned), 3),
+            "alignmentBucketsMs": {str(b): n for b, n in zip(ALIGNMENT_BOUNDS_MS, counts)},
+            "alignmentP99Ms": None if p99 is None or p99 == float("inf") else p99}
 
 
 def checkpoint_stall(topo: _Topo) -> str | None:

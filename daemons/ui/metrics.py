@@ -13,7 +13,7 @@ import time
 from typing import Iterable
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from daemons.answers.cluster import ClusterInfo
@@ -80,6 +80,8 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
                                  "their last checkpoint: a PREPARE's first input copy to its last", labels=["topology"])
     cp_align_max = GaugeMetricFamily("storm_checkpoint_alignment_max_ms", "The bolts' longest barrier alignment "
                                      "of their last 60 checkpoints", labels=["topology"])
+    cp_align_hist = HistogramMetricFamily("storm_checkpoint_alignment_duration_ms", "The bolts' barrier "
+                                          "alignments since their executors started", labels=["topology"])
     win_events = GaugeMetricFamily("storm_window_events", "Tuples a windowed bolt's windows hold now",
                                    labels=labels2)
     win_late = CounterMetricFamily("storm_window_late_tuples", "Tuples a windowed bolt got after its watermark "
@@ -117,6 +119,8 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
             if cp["alignmentMs"] is not None:
                 cp_align.add_metric([name], cp["alignmentMs"])
                 cp_align_max.add_metric([name], cp["alignmentMaxMs"])
+                buckets = [(b, n) for b, n in cp["alignmentBucketsMs"].items()] + [("+Inf", cp["alignments"])]
+                cp_align_hist.add_metric([name], buckets, sum_value=cp["alignmentSumMs"])
         for w in windows(d):
             win_events.add_metric([name, w["componentId"]], w["eventsInWindow"])
             win_late.add_metric([name, w["componentId"]], w["lateTuples"])
@@ -124,7 +128,7 @@ def families(info: ClusterInfo | None, details: Iterable[TopologyDetails]) -> li
             restarts.add_metric([name, hosts.get(sid, sid), str(port)], n)
     return [up, status, workers, slots, used, emitted, transferred, acked, failed, executed, capacity,
             complete, execute, backpressure, restarts, cp_txid, cp_age, cp_commits, cp_latency, cp_rollbacks,
-            cp_align, cp_align_max, win_events, win_late]
+            cp_align, cp_align_max, cp_align_hist, win_events, win_late]
 
 
 class _NimbusCollector(Collector):

@@ -14,7 +14,11 @@ from executor.checkpoint.api import CheckpointedOutput
 from executor.checkpoint.barrier_mode import WorkerLosses, barrier_only
 from executor.checkpoint.protocol import (
     ALIGNMENT,
+    ALIGNMENT_BOUNDS_MS,
+    ALIGNMENT_BUCKET,
+    ALIGNMENT_COUNT,
     ALIGNMENT_MAX,
+    ALIGNMENT_SUM,
     ALIGNMENTS_KEPT,
     CHECKPOINT_STREAM,
     COMMIT,
@@ -23,6 +27,7 @@ from executor.checkpoint.protocol import (
     ROLLBACK,
     Barrier,
     StateLostError,
+    alignment_buckets,
     checkpoint_input_tasks,
 )
 from executor.checkpoint.sealing import sealed
@@ -76,6 +81,9 @@ class CheckpointHandler(Adapter):
         # last ALIGNMENTS_KEPT checkpoints (the UI's checkpoints table, /metrics).
         self._align_from: float | None = None
         self._alignments: deque = deque(maxlen=ALIGNMENTS_KEPT)
+        self._aligned_le = [0] * len(ALIGNMENT_BOUNDS_MS)  # every one since the start, cumulative
+        self._aligned_sum = 0.0
+        self._aligned_count = 0
         self._ask_reset = None  # exactly-once: tells the checkpoint spout this task's state is gone
         self._refuse = None     # its executor's queue's refuse (refuse_with), or None
         self._refusing = False
@@ -102,6 +110,10 @@ class CheckpointHandler(Adapter):
         if self._alignments:
             g[ALIGNMENT] = self._alignments[-1]
             g[ALIGNMENT_MAX] = max(self._alignments)
+            g[ALIGNMENT_COUNT] = self._aligned_count
+            g[ALIGNMENT_SUM] = round(self._aligned_sum, 3)
+            for bound, n in zip(ALIGNMENT_BOUNDS_MS, self._aligned_le):
+                g[f"{ALIGNMENT_BUCKET}{bound}"] = n
         return g
 
     # ---- lifecycle ----
@@ -262,7 +274,11 @@ class CheckpointHandler(Adapter):
         self._blocked = set()
         if action == PREPARE:
             since, self._align_from = self._align_from, None
-            self._alignments.append(0.0 if since is None else round((time.monotonic() - since) * 1000, 3))
+            ms = 0.0 if since is None else round((time.monotonic() - since) * 1000, 3)
+            self._alignments.append(ms)
+            self._aligned_count += 1
+            self._aligned_sum += ms
+            alignment_buckets(self._aligned_le, ms)
         if self._last_txid is not None and txid < self._last_txid and not (self.exactly_once and action == ROLLBACK):
             # An older transaction's straggler: nothing to do (Storm's rule). Exactly-once, a
             # ROLLBACK from every input is never one: the checkpoint spout went back (its record

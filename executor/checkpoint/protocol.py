@@ -91,6 +91,31 @@ def restore_plan(durable: bool, committed: int | None, target: int) -> str:
 ALIGNMENT = "checkpoint_alignment_ms"
 ALIGNMENT_MAX = "checkpoint_alignment_max_ms"
 ALIGNMENTS_KEPT = 60
+# ... and every alignment since the task started, counted cumulatively at or under each bound
+# (ms), a Prometheus histogram's buckets: the gauge ALIGNMENT_BUCKET + bound, ALIGNMENT_COUNT and
+# ALIGNMENT_SUM. A percentile over any span is read from two samples of them (bench/scaling.py).
+ALIGNMENT_BOUNDS_MS = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
+ALIGNMENT_BUCKET = "checkpoint_alignment_le_"
+ALIGNMENT_COUNT = "checkpoint_alignment_count"
+ALIGNMENT_SUM = "checkpoint_alignment_sum_ms"
+
+
+def alignment_buckets(counts: list[int], ms: float) -> None:
+    """Counts an alignment of `ms` in `counts` (one per ALIGNMENT_BOUNDS_MS bound, cumulative)."""
+    for i, bound in enumerate(ALIGNMENT_BOUNDS_MS):
+        if ms <= bound:
+            counts[i] += 1
+
+
+def percentile_bound(counts: list[int], total: int, q: float) -> float | None:
+    """The smallest bound at or under which a fraction `q` of `total` alignments fall, from
+    cumulative bucket counts; inf when more than 1 - q took longer than the last bound."""
+    if total <= 0:
+        return None
+    for bound, n in zip(ALIGNMENT_BOUNDS_MS, counts):
+        if n >= q * total:
+            return float(bound)
+    return float("inf")
 
 
 class Barrier:

@@ -7,6 +7,7 @@ import pytest
 
 from executor.checkpoint.forwarder import CheckpointForwarder
 from executor.checkpoint.protocol import (
+    ALIGNMENT_BOUNDS_MS,
     CHECKPOINT_STREAM,
     COMMIT,
     COMMITTED,
@@ -17,6 +18,8 @@ from executor.checkpoint.protocol import (
     ROLLBACK,
     Barrier,
     TxState,
+    alignment_buckets,
+    percentile_bound,
 )
 from executor.structure import Grouping, Subscription
 from executor.tuple import Fields, Tuple
@@ -557,3 +560,19 @@ def test_inputs_are_counted_at_once_when_shared_and_one_by_one_when_mixed():
     batch = [tup("parse", "default"), tup("split", "default")]  # one stream, two senders
     count_inputs(counts, iter(batch), sole, [t.source_stream for t in batch])
     assert counts == {("split", "$checkpoint"): 6, ("split", "default"): 2, ("parse", "default"): 2}
+
+
+def test_every_alignment_is_counted_in_the_gauges_buckets():
+    fw, _ = _forwarder(True)
+    for txid in range(3):
+        fw.execute_batch([_cp(1, PREPARE, txid), _cp(2, PREPARE, txid)])
+    g = fw.gauges()
+    assert g["checkpoint_alignment_count"] == 3 and g["checkpoint_alignment_le_1"] == 3
+    assert g["checkpoint_alignment_le_5000"] == 3 and g["checkpoint_alignment_sum_ms"] < 3
+    counts = [0] * len(ALIGNMENT_BOUNDS_MS)
+    for ms in (0.0, 1.0, 1.5, 100.0, 9999.0):
+        alignment_buckets(counts, ms)
+    assert dict(zip(ALIGNMENT_BOUNDS_MS, counts)) == {1: 2, 5: 3, 10: 3, 25: 3, 50: 3, 100: 4, 250: 4, 500: 4,
+                                                      1000: 4, 2500: 4, 5000: 4}
+    assert percentile_bound(counts, 5, 0.6) == 5.0 and percentile_bound(counts, 5, 0.99) == float("inf")
+    assert percentile_bound([0] * len(counts), 0, 0.99) is None

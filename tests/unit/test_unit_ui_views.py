@@ -18,6 +18,7 @@ from daemons.cli_monitor import monitor_line
 from daemons.reports import formats as fmt
 from daemons.reports import views
 from daemons.ui import metrics
+from executor.checkpoint.protocol import ALIGNMENT_BOUNDS_MS, alignment_buckets
 from executor.stats_record import ExecutorStats, to_wire
 
 pytestmark = pytest.mark.timeout(30)
@@ -320,6 +321,28 @@ def test_the_checkpoints_table_has_the_bolts_longest_alignment():
                                            extra={"checkpoint_alignment_ms": last, "checkpoint_alignment_max_ms": most}))
     got = views.checkpoints(TopologyDetails.from_wire(d), 1065.0)
     assert (got["alignmentMs"], got["alignmentMaxMs"]) == (7.25, 40.0)
+
+
+def test_the_checkpoints_table_sums_the_bolts_alignment_buckets_and_reads_their_p99():
+    fresh = {"last_committed_txid": 40, "last_committed_at": 1060.0, "commits": 40, "rollbacks": 0, "recovering": 0}
+    d = checkpoints_wire(fresh)
+    bolts = [e for e in d["executors"] if e["component"] != "$checkpointspout"
+             and any(c["id"] == e["component"] and c["kind"] == "bolt" for c in d["components"])]
+    # 150 + 50 alignments: 198 within 50 ms, the two others 300 and 3,000 ms
+    for e, took in zip(bolts, [[0.5] * 150, [40.0] * 48 + [300.0, 3000.0]]):
+        counts = [0] * len(ALIGNMENT_BOUNDS_MS)
+        for ms in took:
+            alignment_buckets(counts, ms)
+        total = len(took)
+        extra = {"checkpoint_alignment_ms": 1.0, "checkpoint_alignment_max_ms": 3000.0,
+                 "checkpoint_alignment_count": total, "checkpoint_alignment_sum_ms": 10.0,
+                 **{f"checkpoint_alignment_le_{b}": n for b, n in zip(ALIGNMENT_BOUNDS_MS, counts)}}
+        e["stats"] = to_wire(ExecutorStats(e["component"], "bolt", 60, _windows({}), extra=extra))
+    got = views.checkpoints(TopologyDetails.from_wire(d), 1065.0)
+    assert got["alignments"] == 200 and got["alignmentSumMs"] == 20.0
+    assert got["alignmentBucketsMs"]["50"] == 198 and got["alignmentBucketsMs"]["250"] == 198
+    assert got["alignmentBucketsMs"]["500"] == 199 and got["alignmentBucketsMs"]["5000"] == 200
+    assert got["alignmentP99Ms"] == 50.0  # 198 of 200 within 50 ms: the 99th percentile's bucket
 
 
 def with_count(d: dict, count_queue: tuple[int, int]) -> TopologyDetails:
