@@ -33,9 +33,18 @@ class BarrierBatch(list):
     type, not by reading the stream of every tuple."""
 
 
+# Producers refused for want of room take turns (ReceiveQueue._turns): one that has not offered
+# again for this long (its executor stopped, or waits on other work) loses its turn. A refused
+# producer offers again each step of its thread, far sooner; the bound only limits how long a
+# gone one holds the others back.
+TURN_SECS = 0.1
+# The turn key of the batches from other workers (try_publish_remote): the worker's receive.
+REMOTE = "remote"
+
+
 class ReceiveQueue:
     __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
-                 "_measured", "_event", "_waiting", "_refusing", "_refusing_until")
+                 "_measured", "_event", "_waiting", "_refusing", "_refusing_until", "_turns")
 
     def __init__(self, capacity: int, name: str = "", byte_capacity: int | None = None,
                  event: threading.Event | None = None):
@@ -57,6 +66,9 @@ class ReceiveQueue:
         self._waiting = False
         self._refusing: frozenset = frozenset()  # refuse()
         self._refusing_until = 0.0
+        # Producers whose batch was refused for want of room, in the order they were refused,
+        # with the time of their last offer: the next room goes to the first (_take_turn).
+        self._turns: dict = {}
 
     def try_publish(self, batch: list, nbytes: int = 0, producer: tuple | None = None) -> bool:
         """Enqueue a batch unless the queue is full; an empty queue accepts any batch.
@@ -66,19 +78,63 @@ class ReceiveQueue:
         refusing = self._refusing
         if refusing and producer and refusing.issuperset(producer) and time.monotonic() < self._refusing_until:
             return False
-        n = len(batch)
-        with self._lock:
-            size = self._size
-            if size and (size + n > self.capacity or (
-                    nbytes and self.byte_capacity is not None and self._bytes + nbytes > self.byte_capacity)):
-                return False
-            self._batches.append(batch)
-            self._size = size + n
-            if nbytes:
-                self._bytes += nbytes
-                self._measured[id(batch)] = nbytes
-        if self._waiting:
+        if self._turns:
+            return self._take_turn(batch, nbytes, producer)
+        if self._append(batch, nbytes):
+            return True
+        self._turns[producer] = time.monotonic()
+        return False
+
+    def try_publish_remote(self, batch: list, nbytes: int = 0) -> bool:
+        """try_publish of a batch from another worker (the worker's receive, which parks a refused
+        one and offers it again each step): it takes its turn with the local producers."""
+        return self.try_publish(batch, nbytes, REMOTE)
+
+    def _take_turn(self, batch: list, nbytes: int, producer) -> bool:
+        """A full queue's room goes to its producers in the order they were refused, so that none
+        waits while others take it: in a worker's shared thread the executors step in a fixed
+        order, and the first producer after the consumer would take all the room the moment it
+        frees, leaving the later ones (a link's receive, the checkpoint spout's barrier) waiting
+        for as long as it runs."""
+        turns = self._turns
+        now = time.monotonic()
+        with self._lock:  # producers on other threads (dedicated executors) take turns too
+            for first in list(turns):
+                if first == producer or turns[first] >= now - TURN_SECS:
+                    break
+                del turns[first]  # gone: it stopped offering
+            if not turns or next(iter(turns)) == producer or not self._size:
+                if self._append_locked(batch, nbytes):
+                    turns.pop(producer, None)
+                    ok = True
+                else:
+                    turns[producer] = now
+                    ok = False
+            else:
+                turns[producer] = now  # keeps its place if it had one
+                ok = False
+        if ok and self._waiting:
             self._event.set()
+        return ok
+
+    def _append(self, batch: list, nbytes: int) -> bool:
+        with self._lock:
+            ok = self._append_locked(batch, nbytes)
+        if ok and self._waiting:
+            self._event.set()
+        return ok
+
+    def _append_locked(self, batch: list, nbytes: int) -> bool:
+        n = len(batch)
+        size = self._size
+        if size and (size + n > self.capacity or (
+                nbytes and self.byte_capacity is not None and self._bytes + nbytes > self.byte_capacity)):
+            return False
+        self._batches.append(batch)
+        self._size = size + n
+        if nbytes:
+            self._bytes += nbytes
+            self._measured[id(batch)] = nbytes
         return True
 
     def publish_force(self, batch: list) -> None:

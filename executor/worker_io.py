@@ -317,7 +317,7 @@ class ReceiveIO(_OwnThread):
         """Into the executor's queue, or behind what is already parked for it (order kept)."""
         key = id(q)
         parked = self._overflow.get(key)
-        if parked is None and q.try_publish(batch, nbytes):
+        if parked is None and q.try_publish_remote(batch, nbytes):
             return
         if parked is None:
             parked = self._overflow[key] = (q, deque())
@@ -327,7 +327,7 @@ class ReceiveIO(_OwnThread):
     def _drain_overflow(self) -> None:
         for key in list(self._overflow):
             q, parked = self._overflow[key]
-            while parked and q.try_publish(*parked[0]):
+            while parked and q.try_publish_remote(*parked[0]):
                 self._overflowing -= len(parked.popleft()[0])
             if not parked:
                 del self._overflow[key]
