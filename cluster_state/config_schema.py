@@ -312,6 +312,7 @@ SCHEMA: dict[str, Rule] = {
                                            describe_as="0 (storm-py has no event logger)"),
     "topology.spout.recvq.skips": _int(1),
     "topology.executor.receive.buffer.size": _int(1),
+    "topology.executor.receive.buffer.target.ms": _positive(nullable=True),
     "topology.producer.batch.size": _int(1),
     "topology.disable.loadaware.messaging": Rule("bool"),
     "topology.localityaware.higher.bound": Rule("number", minimum=0, maximum=1),

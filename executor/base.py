@@ -203,6 +203,6 @@ class ExecutorBase:
         return out
 
     def gauges(self) -> dict:
-        return {"queue_population": len(self.queue), "queue_capacity": self.queue.capacity,
+        return {"queue_population": len(self.queue), "queue_capacity": self.queue.bound,
                 "backpressure": bool(self.outbox.pending_emits)}
 

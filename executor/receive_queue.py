@@ -41,13 +41,29 @@ TURN_SECS = 0.1
 # The turn key of the batches from other workers (try_publish_remote): the worker's receive.
 REMOTE = "remote"
 
+# Debloating (Flink's buffer debloating, FLIP-183): an executor queue's bound follows what its
+# consumer takes in `target` seconds, measured over periods of this many seconds and smoothed ...
+DEBLOAT_PERIOD = 0.1
+DEBLOAT_SMOOTHING = 0.3  # the weight of the newest period's rate
+# ... never under this many tuples (a few batches: a consumer slowed for a moment must not be
+# starved once it speeds up again) nor over the queue's capacity.
+DEBLOAT_FLOOR = 1000
+
+
+def debloated_bound(rate: float, target_secs: float, floor: int, capacity: int) -> int:
+    """The bound of a queue whose consumer takes `rate` tuples/s: `target_secs` of them, within
+    [floor, capacity] (a floor above the capacity yields the capacity)."""
+    return min(capacity, max(floor, int(rate * target_secs)))
+
 
 class ReceiveQueue:
     __slots__ = ("name", "capacity", "byte_capacity", "_lock", "_batches", "_system", "_size", "_bytes",
-                 "_measured", "_event", "_waiting", "_refusing", "_refusing_until", "_turns")
+                 "_measured", "_event", "_waiting", "_refusing", "_refusing_until", "_turns",
+                 "bound", "_target", "_floor", "_rate", "_taken", "_since")
 
     def __init__(self, capacity: int, name: str = "", byte_capacity: int | None = None,
-                 event: threading.Event | None = None):
+                 event: threading.Event | None = None, target_secs: float | None = None,
+                 floor: int = DEBLOAT_FLOOR):
         if capacity < 1:
             raise ValueError(f"queue {name!r}: capacity must be >= 1")
         if byte_capacity is not None and byte_capacity < 1:
@@ -69,6 +85,15 @@ class ReceiveQueue:
         # Producers whose batch was refused for want of room, in the order they were refused,
         # with the time of their last offer: the next room goes to the first (_take_turn).
         self._turns: dict = {}
+        # The bound in tuples now: the capacity, or with `target_secs` what the consumer takes
+        # in that time (debloated_bound), so that what waits here, and the checkpoint barriers
+        # behind it, wait about that long whatever the consumer's speed.
+        self.bound = capacity
+        self._target = target_secs
+        self._floor = floor
+        self._rate = -1.0  # tuples/s, smoothed; < 0 before the first period
+        self._taken = 0
+        self._since = time.monotonic()
 
     def try_publish(self, batch: list, nbytes: int = 0, producer: tuple | None = None) -> bool:
         """Enqueue a batch unless the queue is full; an empty queue accepts any batch.
@@ -127,7 +152,7 @@ class ReceiveQueue:
     def _append_locked(self, batch: list, nbytes: int) -> bool:
         n = len(batch)
         size = self._size
-        if size and (size + n > self.capacity or (
+        if size and (size + n > self.bound or (
                 nbytes and self.byte_capacity is not None and self._bytes + nbytes > self.byte_capacity)):
             return False
         self._batches.append(batch)
@@ -165,7 +190,20 @@ class ReceiveQueue:
                 measured = self._measured
                 for b in out:
                     self._bytes -= measured.pop(id(b), 0)
+        if self._target is not None:
+            self._taken += taken
+            now = time.monotonic()
+            if now - self._since >= DEBLOAT_PERIOD:
+                self._debloat(now)
         return out
+
+    def _debloat(self, now: float) -> None:
+        """A period's rate into the smoothed one, and the bound from it (consumer's thread)."""
+        rate = self._taken / (now - self._since)
+        self._rate = rate if self._rate < 0 else self._rate + DEBLOAT_SMOOTHING * (rate - self._rate)
+        self._taken = 0
+        self._since = now
+        self.bound = debloated_bound(self._rate, self._target, self._floor, self.capacity)
 
     def refuse(self, tasks, until: float) -> None:
         """Until time.monotonic() `until`, refuse batches from local executors all of whose tasks are in
@@ -219,5 +257,5 @@ class ReceiveQueue:
         return self._bytes
 
     def is_full(self) -> bool:
-        return self._size >= self.capacity or (
+        return self._size >= self.bound or (
             self.byte_capacity is not None and self._bytes >= self.byte_capacity)

@@ -123,8 +123,10 @@ class Worker:
     # ---- construction ----
     def _new_queue(self, name: str, event: threading.Event | None) -> ReceiveQueue:
         conf = self.conf
+        target_ms = conf.get(RECEIVE_TARGET_MS, RECEIVE_TARGET_MS_DEFAULT)
         return ReceiveQueue(int(conf["topology.executor.receive.buffer.size"]), name,
-                            int(conf["topology.executor.receive.buffer.bytes"]), event=event)
+                            int(conf["topology.executor.receive.buffer.bytes"]), event=event,
+                            target_secs=None if target_ms is None else float(target_ms) / 1000.0)
 
     def _slots(self, routing: Routing) -> tuple[list[ReceiveQueue], dict[int, int]]:
         """Destination queues (new ones created, surviving ones kept) and task -> slot index."""
@@ -209,7 +211,7 @@ class Worker:
     def _task_load(self, task: int) -> float:
         """A local task's receive queue fill, 0..1 (what locality-aware shuffles look at)."""
         q = self._task_queue.get(task)
-        return len(q) / q.capacity if q is not None else 1.0
+        return len(q) / q.bound if q is not None else 1.0
 
     def _copy_component(self, comp: str, kind: str):
         obj = copy_for_task(self.topology.objs[comp], comp)
@@ -357,6 +359,10 @@ class Worker:
 
 
 OVERFLOW_SIZE = "topology.worker.receive.overflow.size"
+# An executor queue's bound in time (receive_queue.debloated_bound); null: its size alone. An
+# absent key (a conf merged by an older Nimbus) takes the packaged default.
+RECEIVE_TARGET_MS = "topology.executor.receive.buffer.target.ms"
+RECEIVE_TARGET_MS_DEFAULT = 50
 
 
 def overflow_limit(conf) -> int:

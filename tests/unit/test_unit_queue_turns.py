@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from executor import receive_queue
-from executor.receive_queue import ReceiveQueue
+from executor.receive_queue import ReceiveQueue, debloated_bound
 
 A, B = (1,), (2,)
 
@@ -79,3 +79,33 @@ def test_an_alignments_refusal_does_not_put_the_refused_producer_in_line():
     q.refuse((), 0.0)
     _free(q, 5)
     assert q.try_publish([1] * 5, producer=A)
+
+
+def test_the_debloated_bound_is_the_consumers_rate_for_the_target_within_floor_and_capacity():
+    assert debloated_bound(280_000.0, 0.05, 1000, 32768) == 14_000   # a count task: 50 ms of words
+    assert debloated_bound(28_000.0, 0.05, 1000, 32768) == 1400      # a split: 50 ms of sentences
+    assert debloated_bound(100.0, 0.05, 1000, 32768) == 1000         # a slow bolt: the floor
+    assert debloated_bound(10_000_000.0, 0.05, 1000, 32768) == 32768  # never over the capacity
+    assert debloated_bound(0.0, 0.05, 1000, 500) == 500              # a floor above the capacity
+
+
+def test_a_queue_with_a_target_bounds_itself_by_what_its_consumer_takes():
+    q = ReceiveQueue(32768, "count", target_secs=0.05, floor=100)
+    assert q.bound == 32768  # before its consumer's first period
+    deadline = time.monotonic() + 30
+    while q.bound == 32768:  # one consume a period: a few hundred tuples a second
+        assert time.monotonic() < deadline, "the bound never followed the consumer"
+        q.try_publish([0] * 5, producer=A)
+        q.consume()
+        time.sleep(receive_queue.DEBLOAT_PERIOD / 4)
+    assert q.bound == 100  # 50 ms of ~200 tuples/s is under the floor
+    for _ in range(20):
+        assert q.try_publish([0] * 5, producer=A)  # 100 fit ...
+    assert not q.try_publish([0] * 5, producer=A)  # ... not more
+    assert q.is_full()
+    fixed = ReceiveQueue(32768, "count")  # no target: Storm's fixed bound
+    for _ in range(5):
+        fixed.try_publish([0] * 5, producer=A)
+        fixed.consume()
+        time.sleep(receive_queue.DEBLOAT_PERIOD / 2)
+    assert fixed.bound == 32768
