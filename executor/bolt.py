@@ -37,6 +37,19 @@ log = logging.getLogger(__name__)
 _ACKER_INPUT = ("__system", "__ack")  # the acker's input, all its streams as one
 
 _CONSUME_MAX = 1000  # entries taken per loop iteration: bounds pendingEmits after fan-out
+# ... and about this many tuples sent per step: a bolt that emits k tuples per input takes
+# _SENT_PER_STEP / k inputs a step (at least _CONSUME_MIN), so one step's output fits in queues
+# bounded in time (topology.executor.receive.buffer.target.ms) instead of waiting in pendingEmits.
+_SENT_PER_STEP = 1000
+_CONSUME_MIN = 50
+_FANOUT_SMOOTHING = 0.2
+
+
+def step_input_bound(fanout: float) -> int:
+    """Inputs a step takes given the bolt's (smoothed) tuples sent per input."""
+    if fanout <= _SENT_PER_STEP / _CONSUME_MAX:
+        return _CONSUME_MAX
+    return max(_CONSUME_MIN, int(_SENT_PER_STEP / fanout))
 
 
 class BasicBoltAdapter(Adapter):
@@ -87,6 +100,9 @@ class BoltExecutor(ExecutorBase):
         self._paced: list = []
         self._drains: list = []  # (task, its adapter's drain): input kept, executed before the next batch
         self._execute_batch = None
+        self._sent_counts: list = []  # its streams' [emitted, sent] (routing.StreamOut.counts)
+        self._fanout = 0.0            # tuples sent per input, smoothed
+        self._most = _CONSUME_MAX     # step_input_bound(_fanout)
         inputs = set(w.inputs)
         self._single_input = next(iter(inputs)) if len(inputs) == 1 else None
         # The one input of a plain batch (no checkpoint tuple in it: receive_queue.BarrierBatch)
@@ -133,6 +149,7 @@ class BoltExecutor(ExecutorBase):
             self._cur_task = task
             log.info("Preparing bolt %s:%d", self.component_id, task)
             self.w.objs[task].prepare(self.conf, self.w.contexts[task], OutputCollector(self, task))
+        self._sent_counts = [so.counts for task in self.task_ids for so in self.w.routes.get(task, {}).values()]
         adapters = [obj for task in self.task_ids if isinstance(obj := self.w.objs[task], Adapter)]
         self._paced = [a.input_room for a in adapters if a.paced]
         self._drains = [(task, obj.drain) for task in self.task_ids
@@ -211,7 +228,7 @@ class BoltExecutor(ExecutorBase):
             self._process_system()
             if not self._consume_when_blocked:
                 return BLOCKED
-        most = _CONSUME_MAX
+        most = self._most
         if self._paced:
             most = min(most, *(room() for room in self._paced))
             if most <= 0:  # its subprocess is behind: only system batches (its own replies among them)
@@ -222,10 +239,17 @@ class BoltExecutor(ExecutorBase):
         if not batches:
             return IDLE
         process = self._process
+        counts = self._sent_counts
+        sent = sum([c[1] for c in counts]) if counts else 0
+        executed = self.executed
         started = time.monotonic()  # timed per consume, not per tuple or batch
         for batch in batches:
             process(batch)
         self._timed(time.monotonic() - started)
+        if counts and self.executed > executed:
+            fanout = (sum([c[1] for c in counts]) - sent) / (self.executed - executed)
+            self._fanout += _FANOUT_SMOOTHING * (fanout - self._fanout)
+            self._most = step_input_bound(self._fanout)
         self._flush()
         return BUSY
 

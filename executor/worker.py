@@ -362,7 +362,7 @@ OVERFLOW_SIZE = "topology.worker.receive.overflow.size"
 # An executor queue's bound in time (receive_queue.debloated_bound); null: its size alone. An
 # absent key (a conf merged by an older Nimbus) takes the packaged default.
 RECEIVE_TARGET_MS = "topology.executor.receive.buffer.target.ms"
-RECEIVE_TARGET_MS_DEFAULT = 50
+RECEIVE_TARGET_MS_DEFAULT = 25
 
 
 def overflow_limit(conf) -> int:
