@@ -71,6 +71,7 @@ from cluster_throughput import py_spy_top, read_json  # noqa: E402
 
 from daemons.devcluster import DevCluster  # noqa: E402
 from daemons.rpc.client import client_from_conf  # noqa: E402
+from executor.checkpoint.protocol import ALIGNMENT_BOUNDS_MS, percentile_bound  # noqa: E402
 
 log = logging.getLogger("scaling")
 
@@ -577,13 +578,13 @@ def checkpoint_window(before: dict | None, after: dict | None) -> dict:
     UI reports them at the window's end."""
     if not before or not after:
         return {"error": "the UI did not answer"}
-    bounds = list(after.get("alignmentBucketsMs") or {})
-    counts = [after["alignmentBucketsMs"][b] - (before.get("alignmentBucketsMs") or {}).get(b, 0) for b in bounds]
+    now, then = after.get("alignmentBucketsMs") or {}, before.get("alignmentBucketsMs") or {}
+    counts = [now.get(str(b), 0) - then.get(str(b), 0) for b in ALIGNMENT_BOUNDS_MS]
     total = (after.get("alignments") or 0) - (before.get("alignments") or 0)
-    within_100 = dict(zip(bounds, counts)).get("100")
-    p99 = next((float(b) for b, n in zip(bounds, counts) if n >= 0.99 * total), None) if total > 0 else None
+    within_100 = dict(zip(ALIGNMENT_BOUNDS_MS, counts))[100] if now else None
+    p99 = percentile_bound(counts, total, 0.99)
     return {"commits": after["commits"] - before["commits"], "rollbacks": after["rollbacks"] - before["rollbacks"],
-            "alignments": total, "alignment_p99_ms_at_most": p99 if p99 is not None or total <= 0 else "over the last bucket",
+            "alignments": total, "alignment_p99_ms_at_most": "over the last bucket" if p99 == math.inf else p99,
             "alignments_over_100ms": None if within_100 is None else total - within_100,
             "alignment_last_ms": after["alignmentMs"], "alignment_max_ms": after["alignmentMaxMs"],
             "commit_latency_ms": after["commitLatencyMs"], "commit_latency_max_ms": after["commitLatencyMaxMs"]}

@@ -103,12 +103,9 @@ class ReceiveQueue:
         refusing = self._refusing
         if refusing and producer and refusing.issuperset(producer) and time.monotonic() < self._refusing_until:
             return False
-        if self._turns:
-            return self._take_turn(batch, nbytes, producer)
-        if self._append(batch, nbytes):
+        if not self._turns and self._append(batch, nbytes):
             return True
-        self._turns[producer] = time.monotonic()
-        return False
+        return self._take_turn(batch, nbytes, producer)  # refused, or others wait: in line
 
     def try_publish_remote(self, batch: list, nbytes: int = 0) -> bool:
         """try_publish of a batch from another worker (the worker's receive, which parks a refused
@@ -124,7 +121,8 @@ class ReceiveQueue:
         turns = self._turns
         now = time.monotonic()
         with self._lock:  # producers on other threads (dedicated executors) take turns too
-            for first in list(turns):
+            while turns:
+                first = next(iter(turns))
                 if first == producer or turns[first] >= now - TURN_SECS:
                     break
                 del turns[first]  # gone: it stopped offering

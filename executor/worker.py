@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Mapping
 
-from cluster_state.config import setting
+from cluster_state.config import default_config, setting
 from executor.adapting import adapt_bolt, adapt_spout
 from executor.base import ExecutorBase, ExecutorWiring, TopologyStatus
 from executor.bolt import AckerExecutor, BoltExecutor
@@ -123,7 +123,8 @@ class Worker:
     # ---- construction ----
     def _new_queue(self, name: str, event: threading.Event | None) -> ReceiveQueue:
         conf = self.conf
-        target_ms = conf.get(RECEIVE_TARGET_MS, RECEIVE_TARGET_MS_DEFAULT)
+        # null means no bound in time, so only an absent key takes the packaged default
+        target_ms = conf.get(RECEIVE_TARGET_MS, default_config()[RECEIVE_TARGET_MS])
         return ReceiveQueue(int(conf["topology.executor.receive.buffer.size"]), name,
                             int(conf["topology.executor.receive.buffer.bytes"]), event=event,
                             target_secs=None if target_ms is None else float(target_ms) / 1000.0)
@@ -359,10 +360,8 @@ class Worker:
 
 
 OVERFLOW_SIZE = "topology.worker.receive.overflow.size"
-# An executor queue's bound in time (receive_queue.debloated_bound); null: its size alone. An
-# absent key (a conf merged by an older Nimbus) takes the packaged default.
+# An executor queue's bound in time (receive_queue.debloated_bound); null: its size alone.
 RECEIVE_TARGET_MS = "topology.executor.receive.buffer.target.ms"
-RECEIVE_TARGET_MS_DEFAULT = 25
 
 
 def overflow_limit(conf) -> int:
