@@ -338,6 +338,7 @@ SCHEMA: dict[str, Rule] = {
     "topology.state.checkpoint.interval.ms": _int(1),
     "topology.state.exactly.once": Rule("bool"),
     "topology.state.checkpoint.pause.after.ms": _int(0, nullable=True),
+    "topology.state.savepoint": _str(nullable=True),
     # Spark sink
     "spark.master": _str(),
     "spark.remote": Rule("str", nullable=True, check=spark_remote_problem,

@@ -58,12 +58,14 @@ from daemons.cli_jar import jar  # noqa: E402
 from daemons.cli_local import local  # noqa: E402
 from daemons.cli_loglevel import set_log_level  # noqa: E402
 from daemons.cli_monitor import monitor  # noqa: E402
+from daemons.cli_savepoint import savepoint, savepoints, swap  # noqa: E402
 from daemons.cli_secure import secure  # noqa: E402
 from daemons.cli_sink import sink  # noqa: E402
 from daemons.cli_spark import spark_connect  # noqa: E402
 
 for _command in (local, sink, jar, list_, kill, activate, deactivate, rebalance, nimbus, supervisor,
-                 dev_zookeeper, dev_cluster, ui, monitor, set_log_level, logviewer, secure, spark_connect):
+                 dev_zookeeper, dev_cluster, ui, monitor, set_log_level, logviewer, secure, spark_connect,
+                 savepoint, savepoints, swap):
     main.add_command(_command)
 
 

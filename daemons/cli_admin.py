@@ -116,7 +116,7 @@ def list_(conf):
     """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
     the last 5 minutes and the last error (where and when); first, with several Nimbus daemons,
     one line per Nimbus: Leader or Not a Leader; last, a line per topology whose checkpoints
-    stopped committing, saying why."""
+    stopped committing, saying why, and one per topology started from a savepoint."""
     info = ClusterInfo.from_wire(call(conf, "cluster_info"))
     for line in nimbus_lines(info.nimbuses or ()):
         click.echo(line)
@@ -135,6 +135,9 @@ def list_(conf):
     for t in tops:
         if t.checkpoint_stall:
             click.echo(t.checkpoint_stall)
+    for t in tops:
+        if t.savepoint:
+            click.echo(f"{t.name}: started from savepoint {t.savepoint} (storm-py savepoints {t.name})")
 
 
 # A problem older than this is history (the UI keeps it): the list shows what is wrong now.

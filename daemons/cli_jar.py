@@ -134,36 +134,81 @@ def _topology_file_or_zip(_ctx, _param, value: str) -> str:
     return value
 
 
+def submit_package(client, package: Path, name: str, overrides: Mapping[str, Any], inactive: bool = False) -> str:
+    """Upload a package and submit it as `name`; the new topology's id."""
+    from executor.package import without_secrets
+
+    upload_id = upload(client, package)
+    return client.call("submit", name=name, upload_id=upload_id,
+                       initial_status="inactive" if inactive else "active",
+                       client_timeout_secs=client.timeout_secs,
+                       conf=without_daemon_keys(without_secrets(overrides)))["id"]
+
+
+def new_code(path: Path, conf: Mapping[str, Any], overrides: Mapping[str, Any], tmp: Path):
+    """Package the topology at `path` (a .py file or a package .zip); (package, its shapes, its conf
+    with the -c values over it)."""
+    from daemons.swap import structure_shapes
+    from executor.package import read_manifest
+
+    if path.suffix == ".zip":
+        package = path
+        try:
+            manifest = read_manifest(package, max_bytes=package_max_bytes(conf))
+        except InvalidTopologyError as exc:
+            raise click.ClickException(str(exc)) from None
+    else:
+        package = tmp / "topology.zip"
+        manifest = build_from_topology_file(path, package, conf)
+    topo_conf = {**manifest.conf, **overrides}
+    return package, structure_shapes(manifest.structure(), topo_conf), topo_conf
+
+
 @jar.command()
 @click.argument("path", type=click.Path(exists=True), callback=_topology_file_or_zip)
 @click.option("--name", default=None, help="Topology name (default: the .py file's directory or the zip's name).")
 @click.option("--inactive", is_flag=True, help="Submit without activating its spouts.")
+@click.option("--from-savepoint", "savepoint_id", default=None, metavar="ID",
+              help="Start from savepoint ID of the topology's name (storm-py savepoints NAME lists them).")
+@click.option("--allow-dropped-state", is_flag=True,
+              help="With --from-savepoint: start even if a component with state in it is not in this topology.")
 @common_options
-def submit(path, name, inactive, conf, overrides):
+def submit(path, name, inactive, savepoint_id, allow_dropped_state, conf, overrides):
     """Submit a topology: PATH is a topology .py file (its directory is packaged) or a package .zip."""
     import tempfile
 
     from daemons.cli_admin import NimbusSession
-    from executor.package import read_manifest, without_secrets
 
     path = Path(path)
     name = name or _default_name(path)
     # -c values also reach this client (nimbus.seeds finds Nimbus); daemon keys go no further.
     _warn_daemon_keys(overrides, "-c")
+    if allow_dropped_state and not savepoint_id:
+        raise click.UsageError("--allow-dropped-state goes with --from-savepoint")
     with tempfile.TemporaryDirectory(prefix="storm-py-submit-") as tmp:
-        if path.suffix == ".zip":
-            package = path
-            try:  # refuse a damaged package here rather than after an upload
-                read_manifest(package, max_bytes=package_max_bytes(conf))
-            except InvalidTopologyError as exc:
-                raise click.ClickException(str(exc)) from None
-        else:
-            package = Path(tmp) / "topology.zip"
-            build_from_topology_file(path, package, conf)
+        package, shapes, topo_conf = new_code(path, conf, overrides, Path(tmp))
         with NimbusSession(conf) as client:
-            upload_id = upload(client, package)
-            storm_id = client.call("submit", name=name, upload_id=upload_id,
-                                   initial_status="inactive" if inactive else "active",
-                                   client_timeout_secs=client.timeout_secs,
-                                   conf=without_daemon_keys(without_secrets(overrides)))["id"]
-    click.echo(f"submitted topology {name} as {storm_id}")
+            if savepoint_id:
+                overrides = {**overrides, **_from_savepoint(client, conf, name, savepoint_id, shapes, topo_conf,
+                                                            allow_dropped_state)}
+            storm_id = submit_package(client, package, name, overrides, inactive)
+    click.echo(f"submitted topology {name} as {storm_id}" + (f" from savepoint {savepoint_id}" if savepoint_id else ""))
+
+
+def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_conf, allow_dropped_state: bool) -> dict:
+    """Write savepoint `savepoint_id` as the state `name` starts from; the -c values saying so."""
+    from daemons import swap as steps
+    from executor.savepoints.plan import SavepointRefused
+    from executor.state.errors import StateUnavailableError
+
+    if name in {t["name"] for t in client.call("cluster_info")["topologies"]}:
+        raise click.ClickException(f"topology {name!r} is running: kill it first, or replace it with "
+                                   f"`storm-py swap {name} FILE`")
+    try:
+        steps.check_mode(name, topo_conf, "the")
+        with steps.store_for(conf, topo_conf) as store:
+            manifest = store.manifest(name, savepoint_id)
+            steps.start_from(store, manifest, store.load(manifest), shapes, topo_conf, allow_dropped_state)
+    except (SavepointRefused, StateUnavailableError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return {steps.SAVEPOINT_KEY: savepoint_id}

@@ -7,7 +7,7 @@ import random
 import time
 
 from executor.base import ExecutorBase
-from executor.checkpoint.protocol import CHECKPOINT_STREAM
+from executor.checkpoint.protocol import CHECKPOINT_STREAM, QUIET_SINCE
 from executor.checkpoint.spout_side import SpoutBarriers
 from executor.core.collectors import SpoutOutputCollector
 from executor.rotating_map import RotatingMap
@@ -286,6 +286,11 @@ class SpoutExecutor(ExecutorBase):
                 out[f"{SKIPPED_MS}|{reason}"] = secs * 1000.0
         return out
 
+    @property
+    def spout_active(self) -> bool:
+        """Whether next_tuple is being called (the topology active, as this executor last saw it)."""
+        return self._last_active
+
     def gauges(self) -> dict:
         g = super().gauges()
         g["pending"] = self.in_flight()
@@ -293,6 +298,8 @@ class SpoutExecutor(ExecutorBase):
         extra: dict = {}
         for adapter in self._adapters.values():  # the checkpoint spout's commits (one task: no sums)
             extra.update(adapter.gauges())
+        if self._barriers is not None:
+            extra[QUIET_SINCE] = self._barriers.quiet_since
         if extra:
             g["extra"] = extra
         return g

@@ -52,6 +52,7 @@ class TopologyRow:
     recent_restarts: int = 0
     last_error: TopologyProblem | None = None
     checkpoint_stall: str | None = None  # why its checkpoints stopped committing (executor/checkpoint/stall.py)
+    savepoint: str | None = None         # the savepoint it started from (`storm-py swap`, topology.state.savepoint)
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> TopologyRow:
@@ -64,7 +65,7 @@ class TopologyRow:
                    slots=w.seq("slots", lambda s, at: fixed(s, at, 2)),
                    live_workers=w.opt("live_workers"), recent_restarts=w.opt("recent_restarts", 0),
                    last_error=None if problem is None else TopologyProblem.from_wire(problem, f"{where}.last_error"),
-                   checkpoint_stall=w.opt("checkpoint_stall"))
+                   checkpoint_stall=w.opt("checkpoint_stall"), savepoint=w.opt("savepoint"))
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "id": self.id, "status": self.status, "num_tasks": self.num_tasks,
@@ -73,7 +74,8 @@ class TopologyRow:
                 "slots": [list(s) for s in self.slots], "live_workers": self.live_workers,
                 "recent_restarts": self.recent_restarts,
                 "last_error": None if self.last_error is None else self.last_error.to_wire(),
-                **({"checkpoint_stall": self.checkpoint_stall} if self.checkpoint_stall else {})}
+                **({"checkpoint_stall": self.checkpoint_stall} if self.checkpoint_stall else {}),
+                **({"savepoint": self.savepoint} if self.savepoint else {})}
 
 
 @dataclass(frozen=True, kw_only=True)

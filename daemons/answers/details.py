@@ -23,14 +23,18 @@ class Subscription:
     component: str
     stream: str
     grouping: str
+    fields: tuple[str, ...] | None = None       # a fields grouping's fields
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> Subscription:
         w = WireMap(wire, where)
-        return cls(component=w.req("component"), stream=w.req("stream"), grouping=w.req("grouping"))
+        fields = w.opt("fields")
+        return cls(component=w.req("component"), stream=w.req("stream"), grouping=w.req("grouping"),
+                   fields=None if fields is None else tuple(str(f) for f in fields))
 
     def to_wire(self) -> dict[str, Any]:
-        return {"component": self.component, "stream": self.stream, "grouping": self.grouping}
+        return {"component": self.component, "stream": self.stream, "grouping": self.grouping,
+                "fields": None if self.fields is None else list(self.fields)}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -110,7 +110,7 @@ def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, Supe
             num_workers=len(slots), num_executors=len(enp), uptime_secs=int(now - base.launch_time_secs),
             owner=base.owner or "", requested_workers=base.num_workers, slots=tuple(sorted(slots)),
             live_workers=h.live_workers, recent_restarts=h.recent_restarts, last_error=h.last_error,
-            checkpoint_stall=_stall(t, now)))
+            checkpoint_stall=_stall(t, now), savepoint=(t.conf or {}).get("topology.state.savepoint")))
     supervisors = tuple(SupervisorRow(
         id=sid, host=info.hostname, slots=len(info.meta), used=len(used.get(sid, ())), ports=tuple(info.meta),
         uptime_secs=info.uptime_secs, version=info.version or "", logviewer_port=info.logviewer_port,
@@ -146,7 +146,8 @@ def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: fl
         components.append(ComponentEntry(
             id=comp, kind="acker" if spec is None else spec.kind, tasks=len(f.layout.component_tasks[comp]),
             inputs=() if spec is None else tuple(
-                Subscription(component=sub.source, stream=sub.stream, grouping=sub.grouping.kind)
+                Subscription(component=sub.source, stream=sub.stream, grouping=sub.grouping.kind,
+                             fields=None if sub.grouping.fields is None else tuple(sub.grouping.fields.to_list()))
                 for sub in spec.inputs)))
         for ex in f.layout.executors[comp]:
             node, port = enp.get(ex, (None, None))

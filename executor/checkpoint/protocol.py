@@ -86,6 +86,10 @@ def restore_plan(durable: bool, committed: int | None, target: int) -> str:
     return RESTORE if durable or (committed is None and target < 0) else LOST
 
 
+# A stateful spout executor's gauge: the first checkpoint it passed on while deactivated, or
+# None (executor/checkpoint/spout_side.py; read by executor/savepoints/ to stop at a barrier).
+QUIET_SINCE = "quiet_since_txid"
+
 # A bolt's barrier alignment (a PREPARE's first copy to its last, ms) in its stats' gauges: the
 # last one, and the longest of the last ALIGNMENTS_KEPT (about a minute at the default interval).
 ALIGNMENT = "checkpoint_alignment_ms"

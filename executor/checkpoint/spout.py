@@ -76,7 +76,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
     def open(self, conf, context, collector) -> None:
         self._collector = collector
         self._namespace = state_namespace(conf, context)
-        self._opener = StateOpener(conf, self._namespace, self._report)
+        self._opener = StateOpener(conf, self._namespace, self._report, index=context.this_task_index)
         self._interval = max(_MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms") or 1000)) / 1000
         self._recovering = True
         self._in_progress = False

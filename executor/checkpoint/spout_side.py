@@ -49,7 +49,8 @@ class StatefulSpoutAdapter(SpoutAdapter):
 
     def open(self, conf, context, collector) -> None:
         self._where = f"stateful spout {context.this_component_id}:{context.this_task_id}"
-        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
+        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error,
+                                   index=context.this_task_index)
         self.user.open(conf, context, collector)
         self.ack = self.user.ack  # per tuple: the executor calls the spout's own (as opened) directly
         self._open_state()
@@ -147,6 +148,11 @@ class SpoutBarriers:
         # many tasks' tuples, so a bolt cannot refuse one input alone).
         self._pause_after = pause_after_secs(ex.conf)
         self._preparing: tuple[int, float] | None = None
+        # The first PREPARE this executor passed on while deactivated (None while active): every
+        # tuple it sent is ahead of that barrier, so once that checkpoint commits the topology's
+        # state holds all of it and later checkpoints hold nothing new. `storm-py swap` waits for
+        # this (executor/savepoints/): the spouts stopped at a barrier, Flink's stop-with-savepoint.
+        self.quiet_since: int | None = None
 
     def _empty(self, task: int) -> list | dict:
         return [] if task in self._wants else {}
@@ -179,6 +185,11 @@ class SpoutBarriers:
             self._fail(tup)
             return
         if action == PREPARE:
+            if not self.ex.spout_active:
+                if self.quiet_since is None:
+                    self.quiet_since = txid
+            else:
+                self.quiet_since = None
             since = self._since.get(task)
             if since:
                 self._prepared.setdefault(task, []).append((txid, since))

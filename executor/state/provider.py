@@ -63,16 +63,16 @@ def probe_provider(conf: Mapping[str, Any]) -> str | None:
     return probe(RedisSettings.from_config(config))
 
 
-def open_state(conf: Mapping[str, Any], namespace: str) -> KeyValueState:
-    """The state of `namespace` as last committed (with a txid prepared and not committed, if
-    the provider kept one). Raises InvalidTopologyError for bad settings, StateUnavailableError
+def open_state(conf: Mapping[str, Any], namespace: str, index: int | None = None) -> KeyValueState:
+    """The state of `namespace` (`name/component-task`; `index`: the task's index in its
+    component) as last committed (with a txid prepared and not committed, if the provider kept one). Raises InvalidTopologyError for bad settings, StateUnavailableError
     when the provider cannot be reached."""
     name, config = _provider(conf), _config(conf)
     if name == "redis":
         from executor.state.redis_client import RedisSettings
         from executor.state.redis_kv import RedisKeyValueState
 
-        state: KeyValueState = RedisKeyValueState.open(namespace, RedisSettings.from_config(config))
+        state: KeyValueState = RedisKeyValueState.open(namespace, RedisSettings.from_config(config), index)
     else:
         from executor.state.memory import InMemoryKeyValueState
 

@@ -9,6 +9,13 @@ keys, values their msgpack values):
 - `P:NS:txid`: hash, `commit` = the last committed txid, `prepare` = the prepared txid while
   one is prepared and not committed (as Storm's `NS$txid`).
 
+A topology started from a savepoint (`storm-py swap`, `jar submit --from-savepoint`) keeps its
+state in a generation of its own: NS `name/component-task` is then stored as
+`P:name:GEN/component#index:...` (the task's index in its component: task ids shift with the
+topology's other components, indexes do not), GEN read at open from the string key `P:name:generation`
+(executor/savepoints/store.py writes it). Tasks of the run before keep the keys they opened, so
+a worker of the old topology still shutting down never writes the new run's state.
+
 `prepare_commit` writes the prepared hash and the `prepare` field in one MULTI/EXEC; `commit`
 is one Lua script that applies the prepared hash to the committed one, deletes it and moves the
 txid from `prepare` to `commit`; `rollback` deletes the prepared hash and the `prepare` field in
@@ -81,10 +88,26 @@ class RedisKeys:
     txid: str
 
     @classmethod
-    def of(cls, key_prefix: str, namespace: str) -> "RedisKeys":
+    def of(cls, key_prefix: str, namespace: str, generation: str | None = None,
+           index: int | None = None) -> "RedisKeys":
         # distinct suffixes, none a suffix of another: no namespace's keys can be another's
+        # (a topology name holds no ':' nor '/', so a generation's keys are no other name's)
+        if generation:
+            if index is None:
+                raise ValueError(f"state {namespace!r}: a generation's keys need the task's index")
+            name, _, rest = namespace.partition("/")
+            namespace = generation_namespace(name, generation, rest.rpartition("-")[0], index)
         base = f"{key_prefix}:{namespace}"
         return cls(f"{base}:committed", f"{base}:prepared", f"{base}:txid")
+
+
+def generation_namespace(topology: str, generation: str, component: str, index: int) -> str:
+    return f"{topology}:{generation}/{component}#{int(index)}"
+
+
+def generation_key(key_prefix: str, topology: str) -> str:
+    """The string key naming the generation of `topology`'s state (absent: the first one)."""
+    return f"{key_prefix}:{topology}:generation"
 
 
 def _txid(raw: bytes | None, where: str) -> int | None:
@@ -105,9 +128,20 @@ class RedisKeyValueState(KeyValueState):
         self._commit_script = client.register_script(_COMMIT_LUA)
 
     @classmethod
-    def open(cls, namespace: str, settings: RedisSettings) -> "RedisKeyValueState":
+    def open(cls, namespace: str, settings: RedisSettings, index: int | None = None) -> "RedisKeyValueState":
         client = connect(settings)
-        keys = RedisKeys.of(settings.key_prefix, namespace)
+        gen_key = generation_key(settings.key_prefix, namespace.partition("/")[0])
+
+        def read_generation():
+            raw = client.get(gen_key)
+            return raw.decode() if raw else None
+
+        try:
+            keys = RedisKeys.of(settings.key_prefix, namespace,
+                                _call(read_generation, settings, f"state {namespace!r}, open"), index)
+        except BaseException:
+            client.close()
+            raise
 
         def read():
             pipe = client.pipeline(transaction=True)  # one consistent snapshot

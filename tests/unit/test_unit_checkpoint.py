@@ -96,7 +96,7 @@ def _context(input_tasks=(1, 2)):
     comp = SimpleNamespace(inputs=(Subscription("up", "default", Grouping("shuffle")),
                                    Subscription("up", CHECKPOINT_STREAM, Grouping("all"))))
     return SimpleNamespace(topology=SimpleNamespace(components={"me": comp}), this_component_id="me",
-                           this_task_id=9, component_tasks=lambda c: list(input_tasks))
+                           this_task_id=9, this_task_index=0, component_tasks=lambda c: list(input_tasks))
 
 
 def _data(task, v):
@@ -370,7 +370,7 @@ def test_failed_checkpoint_steps_are_retried_with_a_growing_back_off(monkeypatch
     monkeypatch.setattr(cps.time, "monotonic", lambda: now[0])
     structure = SimpleNamespace(spouts={})
     context = SimpleNamespace(topology=SimpleNamespace(structure=structure), this_component_id="$checkpointspout",
-                              this_task_id=1, storm_id="t-1", component_tasks=lambda c: [])
+                              this_task_id=1, this_task_index=0, storm_id="t-1", component_tasks=lambda c: [])
     spout = cps.CheckpointSpout()
     c = _SpoutCollector()
     spout.open({"topology.name": "backoff", "topology.state.exactly.once": True}, context, c)
@@ -427,7 +427,7 @@ def _spout_barriers(wants_acks: bool, conf=None):
     spout = SimpleNamespace(wants_acks=lambda: wants_acks, handle_checkpoint=lambda action, txid: True)
     route = SimpleNamespace(targets=lambda values: [9])
     ex = SimpleNamespace(
-        task_ids=[1, 2], component_id="numbers", conf=conf or {}, w=SimpleNamespace(objs={1: spout, 2: spout},
+        task_ids=[1, 2], component_id="numbers", conf=conf or {}, spout_active=True, w=SimpleNamespace(objs={1: spout, 2: spout},
                                                                    routes={1: {CHECKPOINT_STREAM: route},
                                                                            2: {CHECKPOINT_STREAM: route}}),
         outbox=SimpleNamespace(emit_rooted=lambda *a: 0, ack_value=lambda root, value: None,
@@ -435,6 +435,25 @@ def _spout_barriers(wants_acks: bool, conf=None):
         ack_committed=lambda task, msg_id, stream: acked.append(msg_id),
         count_committed=lambda stream, n: counted.append(n))
     return SpoutBarriers(ex), acked, counted
+
+
+def test_a_deactivated_spout_marks_the_first_checkpoint_it_passed_on_behind_its_last_tuple():
+    """quiet_since_txid (storm-py swap waits for it): the first PREPARE handled while the spout
+    was deactivated; none while active, and reset by an activation."""
+    barriers, _acked, _counted = _spout_barriers(wants_acks=False)
+
+    def prepare(txid):
+        barriers.on_barrier(1, _Step(txid, PREPARE))
+
+    prepare(1)
+    assert barriers.quiet_since is None
+    barriers.ex.spout_active = False
+    prepare(2)
+    prepare(3)
+    assert barriers.quiet_since == 2
+    barriers.ex.spout_active = True
+    prepare(4)
+    assert barriers.quiet_since is None
 
 
 def test_a_spout_holds_back_while_the_checkpoint_it_passed_on_is_under_way_too_long(monkeypatch):

@@ -1,0 +1,261 @@
+"""Savepoints and state generations in the `redis` provider (keys under its key_prefix P; a
+topology name holds no ':' nor '/', so none of these is a task's state key):
+
+- `P:NAME:savepoints`: hash, savepoint id -> its manifest (JSON: id, topology, time, txid,
+  components with kind, tasks and the fields they are keyed by, generation it was read from);
+- `P:NAME:savepoint:ID:COMPONENT#INDEX`: hash, one task's committed values at the savepoint's txid;
+- `P:NAME:generation`: string, the generation the topology's tasks open (executor/state/redis_kv.py),
+  written last by `restore`, so that a start from a savepoint either happened whole or not at all.
+
+A savepoint of a running topology is read in one MULTI/EXEC (Redis runs it whole, between two
+other commands): it is taken when every task's committed txid is the checkpoint spout's last
+committed one (commits run every interval; a read during one is tried again)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, COMMITTED, PREPARING, TxState
+from executor.savepoints.plan import SavepointRefused, Shape
+from executor.state.codec import decode
+from executor.state.redis_client import RedisSettings, connect, unavailable
+from executor.state.redis_kv import RedisKeys, generation_key
+
+log = logging.getLogger(__name__)
+
+_TX_KEY = b"\xa7__state"  # msgpack of "__state": the checkpoint spout's record (executor/checkpoint/spout.py)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    topology: str
+    time_secs: float
+    txid: int
+    components: Mapping[str, Shape]
+    stateful: tuple[str, ...]          # the components whose tasks hold state in it
+    started_from: str | None = None    # for a swap's savepoint: the run it stopped
+
+    def to_json(self) -> str:
+        return json.dumps({"id": self.id, "topology": self.topology, "time_secs": self.time_secs, "txid": self.txid,
+                           "components": {c: {"kind": s.kind, "tasks": s.tasks,
+                                              "keyed_by": list(s.keyed_by) if s.keyed_by else None}
+                                          for c, s in sorted(self.components.items())},
+                           "stateful": list(self.stateful), "started_from": self.started_from}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Manifest":
+        d = json.loads(text)
+        comps = {c: Shape(s["kind"], int(s["tasks"]), tuple(s["keyed_by"]) if s.get("keyed_by") else None)
+                 for c, s in d["components"].items()}
+        return cls(d["id"], d["topology"], float(d["time_secs"]), int(d["txid"]), comps, tuple(d["stateful"]),
+                   d.get("started_from"))
+
+
+@dataclass
+class Snapshot:
+    """Every stateful task's committed values at `txid` (component -> per task index)."""
+
+    txid: int
+    states: dict[str, list[dict[bytes, bytes]]] = field(default_factory=dict)
+
+
+def new_id(txid: int, now: float | None = None) -> str:
+    """A savepoint's id: when and at which checkpoint (sorts by time)."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(time.time() if now is None else now)) + f"-tx{txid}"
+
+
+class SavepointStore:
+    def __init__(self, settings: RedisSettings):
+        self.settings = settings
+        self._client = None
+
+    def __enter__(self) -> "SavepointStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = connect(self.settings)
+        return self._client
+
+    def _run(self, what: str, fn):
+        import redis.exceptions as rex
+
+        try:
+            return fn()
+        except (rex.RedisError, OSError) as exc:
+            raise unavailable(exc, self.settings, what) from None
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self.settings.key_prefix, *parts))
+
+    # ------------------------------------------------------------------ generations
+    def generation(self, topology: str) -> str | None:
+        raw = self._run("read the state generation", lambda: self.client.get(generation_key(self.settings.key_prefix,
+                                                                                              topology)))
+        return raw.decode() if raw else None
+
+    def task_keys(self, topology: str, generation: str | None, component: str, index: int,
+                  task: int | None) -> RedisKeys:
+        """The keys a task's state lives under (executor/state/redis_kv.py)."""
+        if generation:
+            return RedisKeys.of(self.settings.key_prefix, f"{topology}/{component}-0", generation, index)
+        if task is None:
+            raise ValueError(f"{topology}/{component}#{index}: the first generation's keys need the task id")
+        return RedisKeys.of(self.settings.key_prefix, f"{topology}/{component}-{task}")
+
+    # ------------------------------------------------------------------ reading a running topology
+    def snapshot(self, topology: str, tasks: Mapping[str, list[int]], attempts: int = 50,
+                 pause: float = 0.05) -> Snapshot:
+        """The committed state of every task in `tasks` (component -> task ids, the running
+        layout) at one checkpoint; SavepointRefused when no consistent read could be had."""
+        generation = self.generation(topology)
+        comps = sorted(c for c in tasks if not c.startswith("__"))
+        slots = [(c, i, t) for c in comps for i, t in enumerate(sorted(tasks[c]))]
+        keys = [self.task_keys(topology, generation, c, i, t) for c, i, t in slots]
+        last = "no checkpoint committed yet"
+        for _ in range(attempts):
+            def read():
+                pipe = self.client.pipeline(transaction=True)
+                for k in keys:
+                    pipe.hgetall(k.txid)
+                    pipe.hgetall(k.committed)
+                return pipe.execute()
+
+            answers = self._run("read a savepoint", read)
+            records = {}
+            states: dict[str, list[dict[bytes, bytes]]] = {c: [{} for _ in tasks[c]] for c in comps}
+            commits: dict[str, set[int]] = {}
+            for (comp, index, _task), txids, committed in zip(slots, answers[0::2], answers[1::2]):
+                if comp == CHECKPOINT_COMPONENT:
+                    raw = committed.get(_TX_KEY)
+                    if raw is not None:
+                        records[index] = TxState.from_wire(decode(raw))
+                    continue
+                if b"commit" in txids:
+                    commits.setdefault(comp, set()).add(int(txids[b"commit"]))
+                states[comp][index] = committed
+            txid = _last_committed(records.get(0))
+            ahead = sorted(c for c, seen in commits.items() if txid is None or any(t != txid for t in seen))
+            if txid is not None and txid >= 0 and not ahead:
+                snap = Snapshot(txid, {c: v for c, v in states.items() if c in commits})
+                return snap
+            last = ("no checkpoint committed yet" if txid is None or txid < 0 else
+                    f"components {', '.join(ahead)} are mid-commit of another checkpoint than {txid}")
+            time.sleep(pause)
+        raise SavepointRefused(f"topology {topology!r}: no consistent checkpoint could be read from the redis state "
+                               f"provider at {self.settings.address} ({last})")
+
+    # ------------------------------------------------------------------ savepoints
+    def save(self, manifest: Manifest, snapshot: Snapshot) -> None:
+        def write():
+            pipe = self.client.pipeline(transaction=True)
+            for comp, per_task in snapshot.states.items():
+                for index, values in enumerate(per_task):
+                    key = self._key(manifest.topology, "savepoint", manifest.id, f"{comp}#{index}")
+                    pipe.delete(key)
+                    if values:
+                        pipe.hset(key, mapping=values)
+            pipe.hset(self._key(manifest.topology, "savepoints"), manifest.id, manifest.to_json())
+            pipe.execute()
+
+        self._run(f"write savepoint {manifest.id}", write)
+        log.info("savepoint %s of %s kept (txid %d)", manifest.id, manifest.topology, manifest.txid)
+
+    def manifests(self, topology: str) -> list[Manifest]:
+        raw = self._run("list savepoints", lambda: self.client.hgetall(self._key(topology, "savepoints")))
+        return sorted((Manifest.from_json(v) for v in raw.values()), key=lambda m: (m.time_secs, m.id))
+
+    def manifest(self, topology: str, savepoint: str) -> Manifest:
+        raw = self._run("read a savepoint", lambda: self.client.hget(self._key(topology, "savepoints"), savepoint))
+        if raw is None:
+            known = [m.id for m in self.manifests(topology)]
+            raise SavepointRefused(f"topology {topology!r} has no savepoint {savepoint!r}"
+                                   + (f" (it has: {', '.join(known[-5:])})" if known else " (it has none)"))
+        return Manifest.from_json(raw)
+
+    def load(self, manifest: Manifest) -> Snapshot:
+        comps = [c for c in manifest.stateful]
+
+        def read():
+            pipe = self.client.pipeline(transaction=False)
+            for comp in comps:
+                for index in range(manifest.components[comp].tasks):
+                    pipe.hgetall(self._key(manifest.topology, "savepoint", manifest.id, f"{comp}#{index}"))
+            return iter(pipe.execute())
+
+        answers = self._run(f"read savepoint {manifest.id}", read)
+        return Snapshot(manifest.txid, {c: [next(answers) for _ in range(manifest.components[c].tasks)]
+                                        for c in comps})
+
+    def delete(self, topology: str, savepoint: str) -> None:
+        manifest = self.manifest(topology, savepoint)
+
+        def write():
+            pipe = self.client.pipeline(transaction=True)
+            for comp in manifest.stateful:
+                for index in range(manifest.components[comp].tasks):
+                    pipe.delete(self._key(topology, "savepoint", savepoint, f"{comp}#{index}"))
+            pipe.hdel(self._key(topology, "savepoints"), savepoint)
+            pipe.execute()
+
+        self._run(f"delete savepoint {savepoint}", write)
+
+    # ------------------------------------------------------------------ starting from one
+    def restore(self, topology: str, generation: str, txid: int, states: Mapping[str, list[Mapping[bytes, bytes]]],
+                checkpoint_tasks: int = 1) -> None:
+        """Write `states` (component -> per new task index) as generation `generation` committed
+        at `txid`, the checkpoint spout's record COMMITTED at `txid`, then point the topology at
+        the generation (last: until then its tasks open the generation before)."""
+        record = {_TX_KEY: _packed(TxState(txid, COMMITTED).to_wire())}
+        seq = str(time.time_ns())  # the checkpoint spout's own save sequence (executor/checkpoint/spout.py)
+
+        def write():
+            pipe = self.client.pipeline(transaction=True)
+            for comp, per_task in [*states.items(), *[(CHECKPOINT_COMPONENT, [record] * checkpoint_tasks)]]:
+                for index, values in enumerate(per_task):
+                    keys = self.task_keys(topology, generation, comp, index, None)
+                    pipe.delete(keys.committed, keys.prepared, keys.txid)
+                    if values:
+                        pipe.hset(keys.committed, mapping=dict(values))
+                    pipe.hset(keys.txid, "commit", seq if comp == CHECKPOINT_COMPONENT else str(txid))
+            pipe.set(generation_key(self.settings.key_prefix, topology), generation)
+            pipe.execute()
+
+        self._run(f"start topology {topology!r} from txid {txid}", write)
+
+    def drop_generation(self, topology: str, generation: str | None, tasks: Mapping[str, Iterable[int]]) -> int:
+        """Delete a generation's task keys (the one a swap left behind); returns how many."""
+        keys = []
+        for comp, ids in tasks.items():
+            for index, task in enumerate(sorted(ids)):
+                k = self.task_keys(topology, generation, comp, index, task)
+                keys += [k.committed, k.prepared, k.txid]
+        return int(self._run("delete the old state", lambda: self.client.delete(*keys))) if keys else 0
+
+
+def _last_committed(record: TxState | None) -> int | None:
+    """The checkpoint the record says is committed whole (None while one is being committed)."""
+    if record is None:
+        return None
+    if record.state == COMMITTED:
+        return record.txid
+    if record.state == PREPARING:
+        return record.txid - 1
+    return None
+
+
+def _packed(value: Any) -> bytes:
+    import msgpack
+
+    return msgpack.packb(value, use_bin_type=True)

@@ -1,0 +1,130 @@
+"""`storm-py swap` on a dev cluster (the run's shared one) with Redis and the Spark table, under
+load: the word count of tests/devcluster/swap/ (numbered sentences -> split -> a stateful count
+keyed by word -> the table of (n, word, count)) is swapped to a changed split rule (each word
+twice) with 3 count tasks instead of 2. Then every sentence is in the table exactly once, by the
+old rule up to a point and by the new one after it (nothing lost, nothing twice), and every word's
+counts run 1, 2, 3, ... without a gap or a repeat across the swap (its count continued on the
+task the fields grouping now picks). Refusals leave the running topology as it was."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from devcluster_helpers import status_in_list, storm_py, submit
+from testutil import QUIET_IDLE_ARGS, wait_until
+
+from executor.state.codec import decode
+
+pytestmark = [pytest.mark.timeout(480), pytest.mark.zk, pytest.mark.cluster, pytest.mark.spark,
+              pytest.mark.redis, pytest.mark.slow]
+
+FILES = Path(__file__).parent / "swap"
+N, RATE = 3000, 150   # ~20 s of sentences: the swap comes mid-way
+DEADLINE = 240
+
+
+def _conf(table: Path, redis_server, spark_remote) -> list[str]:
+    pc = redis_server.conf()["topology.state.provider.config"]
+    return [f"swap.n={N}", f"swap.rate={RATE}", f"swap.table={table}", "topology.state.provider=redis",
+            f"topology.state.provider.config={json.dumps(pc)}", f"spark.remote={spark_remote['spark.remote']}",
+            *QUIET_IDLE_ARGS]
+
+
+def _emitted(redis_server, name: str) -> int:
+    """The spout's committed position (any generation of the topology's state)."""
+    client = redis_server.client()
+    try:
+        best = 0
+        for key in client.scan_iter(f"*:{name}*sentences*:committed"):
+            raw = client.hget(key, b"\xa4next")
+            if raw is not None:
+                best = max(best, decode(raw) - 1)
+        return best
+    finally:
+        client.close()
+
+
+def _rows(table: Path, spark_remote) -> list[tuple[int, str, int]]:
+    from executor.sinks.spark import read_table, reader_session
+
+    spark = reader_session({"spark.remote": spark_remote["spark.remote"]})
+    return [(r["n"], r["word"], r["count"]) for r in read_table(table, dedupe=False, spark=spark).collect()]
+
+
+def _swap(conf_dir, file: str, *conf: str, check: int):
+    args = [a for kv in conf for a in ("-c", kv)]
+    return storm_py("swap", "swapwc", str(FILES / file), *args, "--wait", "120", conf_dir=conf_dir, check=check,
+                    timeout=240)
+
+
+def test_swap_to_a_new_split_rule_and_three_count_tasks_counts_each_sentence_once(
+        tmp_path, shared_dev_cluster, redis_server, spark_remote):
+    sys.path.insert(0, str(FILES))
+    from swap_parts import sentence
+
+    c, table = shared_dev_cluster, tmp_path / "table"
+    conf = _conf(table, redis_server, spark_remote)
+    submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
+    try:
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= N // 5, DEADLINE,
+                   lambda: f"{N // 5} sentences committed ({_emitted(redis_server, 'swapwc')})", interval=0.5)
+        out = _swap(c.conf_dir, "words_v2_p3.py", *conf, check=0)
+        assert "swapped topology swapwc" in out.stdout and "from savepoint" in out.stdout, out
+        at_swap = _emitted(redis_server, "swapwc")
+        assert at_swap < N, f"the swap came after the last sentence ({at_swap}): not under load"
+        listed = storm_py("savepoints", "swapwc", "-c", conf[4], conf_dir=c.conf_dir, check=0).stdout
+        assert "count x2" in listed, listed
+        savepoint_id = out.stdout.rsplit("from savepoint ", 1)[1].split()[0]
+        assert f"swapwc: started from savepoint {savepoint_id}" in storm_py("list", conf_dir=c.conf_dir).stdout
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= N, DEADLINE,
+                   lambda: f"all {N} sentences committed ({_emitted(redis_server, 'swapwc')})", interval=0.5)
+        def complete():
+            rows = _rows(table, spark_remote)
+            return rows if len({n for n, _w, _c in rows}) >= N else None
+
+        rows = wait_until(complete, DEADLINE, "every sentence in the table", interval=1)
+    finally:
+        storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
+    per_sentence: dict[int, Counter] = defaultdict(Counter)
+    for n, word, _count in rows:
+        per_sentence[n][word] += 1
+    assert sorted(per_sentence) == list(range(1, N + 1))
+    rule = {}
+    for n, words in per_sentence.items():
+        once = Counter(sentence(n).split(" "))
+        assert words in (once, once + once), f"sentence {n}: rows {dict(words)}, its words {dict(once)}"
+        rule[n] = 1 if words == once else 2
+    cut = max(n for n, r in rule.items() if r == 1)
+    assert all(rule[n] == 1 for n in range(1, cut + 1)) and all(rule[n] == 2 for n in range(cut + 1, N + 1)), \
+        "old rule and new rule interleave"
+    assert N // 5 <= cut < N, cut
+    counts: dict[str, list[int]] = defaultdict(list)
+    for _n, word, count in rows:
+        counts[word].append(count)
+    for word, seen in counts.items():
+        assert sorted(seen) == list(range(1, len(seen) + 1)), f"{word}: counts {sorted(seen)[:20]}..."
+
+
+def test_swaps_that_cannot_keep_the_state_are_refused_and_the_topology_runs_on(
+        tmp_path, shared_dev_cluster, redis_server, spark_remote):
+    c, table = shared_dev_cluster, tmp_path / "table"
+    conf = _conf(table, redis_server, spark_remote)
+    submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
+    try:
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= 100, DEADLINE, "sentences committed", interval=0.5)
+        for file, extra, why in [
+                ("words_renamed.py", (), "component 'count' has state in the savepoint and is not in the new topology"),
+                ("words_spouts2.py", (), "spout 'sentences': its read positions cannot be split over 2 tasks"),
+                ("words_v2.py", ("topology.state.exactly.once=false",), "is not in exactly-once mode")]:
+            out = _swap(c.conf_dir, file, *conf, *extra, check=1)
+            lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+            assert len(lines) == 1 and why in lines[0] and "Traceback" not in out.stderr, (file, out.stderr)
+            assert status_in_list(c.conf_dir, "swapwc") == "ACTIVE", file
+        before = _emitted(redis_server, "swapwc")
+        wait_until(lambda: _emitted(redis_server, "swapwc") > before, DEADLINE, "the topology goes on", interval=0.5)
+    finally:
+        storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
