@@ -116,7 +116,8 @@ def list_(conf):
     """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
     the last 5 minutes and the last error (where and when); first, with several Nimbus daemons,
     one line per Nimbus: Leader or Not a Leader; last, a line per topology whose checkpoints
-    stopped committing, saying why, and one per topology started from a savepoint."""
+    stopped committing, saying why, one per topology stopped for a swap in progress and one per
+    topology started from a savepoint."""
     info = ClusterInfo.from_wire(call(conf, "cluster_info"))
     for line in nimbus_lines(info.nimbuses or ()):
         click.echo(line)
@@ -136,6 +137,8 @@ def list_(conf):
         if t.checkpoint_stall:
             click.echo(t.checkpoint_stall)
     for t in tops:
+        if t.note:
+            click.echo(f"{t.name}: {t.note}")
         if t.savepoint:
             click.echo(f"{t.name}: started from savepoint {t.savepoint} (storm-py savepoints {t.name})")
 

@@ -136,7 +136,8 @@ def _poll(what: str, ready: Callable[[], Any], deadline: float, sleep: Callable[
 def stop_at_barrier(nimbus: Nimbus, name: str, deadline: float) -> int:
     """Deactivate `name` and wait until a checkpoint behind every stateful spout's last tuple has
     committed; its txid. On a timeout the topology is activated again and SavepointRefused raised."""
-    nimbus.call("deactivate", name=name)
+    nimbus.call("deactivate", name=name, note="swap in progress: its spouts stop at a checkpoint; the new code "
+                                              "starts from it (storm-py swap)")
 
     def quiet() -> int | None:
         details = TopologyDetails.from_wire(nimbus.call("topology_details", name=name))

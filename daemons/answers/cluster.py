@@ -53,6 +53,7 @@ class TopologyRow:
     last_error: TopologyProblem | None = None
     checkpoint_stall: str | None = None  # why its checkpoints stopped committing (executor/checkpoint/stall.py)
     savepoint: str | None = None         # the savepoint it started from (`storm-py swap`, topology.state.savepoint)
+    note: str | None = None              # why it is inactive, when a command said (a swap in progress)
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> TopologyRow:
@@ -65,7 +66,8 @@ class TopologyRow:
                    slots=w.seq("slots", lambda s, at: fixed(s, at, 2)),
                    live_workers=w.opt("live_workers"), recent_restarts=w.opt("recent_restarts", 0),
                    last_error=None if problem is None else TopologyProblem.from_wire(problem, f"{where}.last_error"),
-                   checkpoint_stall=w.opt("checkpoint_stall"), savepoint=w.opt("savepoint"))
+                   checkpoint_stall=w.opt("checkpoint_stall"), savepoint=w.opt("savepoint"),
+                   note=w.opt("note"))
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "id": self.id, "status": self.status, "num_tasks": self.num_tasks,
@@ -75,7 +77,8 @@ class TopologyRow:
                 "recent_restarts": self.recent_restarts,
                 "last_error": None if self.last_error is None else self.last_error.to_wire(),
                 **({"checkpoint_stall": self.checkpoint_stall} if self.checkpoint_stall else {}),
-                **({"savepoint": self.savepoint} if self.savepoint else {})}
+                **({"savepoint": self.savepoint} if self.savepoint else {}),
+                **({"note": self.note} if self.note else {})}
 
 
 @dataclass(frozen=True, kw_only=True)

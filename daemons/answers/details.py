@@ -34,7 +34,7 @@ class Subscription:
 
     def to_wire(self) -> dict[str, Any]:
         return {"component": self.component, "stream": self.stream, "grouping": self.grouping,
-                "fields": None if self.fields is None else list(self.fields)}
+                **({} if self.fields is None else {"fields": list(self.fields)})}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +167,7 @@ class TopologyDetails:
     worker_restarts: tuple[tuple[str, int, int], ...] = ()                      # (supervisor id, port, restarts)
     worker_deaths: tuple[WorkerDeathEntry, ...] = ()                            # newest first
     errors: Mapping[str, tuple[ComponentError, ...]] = field(default_factory=dict)  # newest first
+    note: str | None = None                     # why it is inactive, when a command said (a swap in progress)
 
     @classmethod
     def from_wire(cls, wire: Any) -> TopologyDetails:
@@ -180,7 +181,7 @@ class TopologyDetails:
                    components=w.seq("components", ComponentEntry.from_wire),
                    executors=w.seq("executors", ExecutorEntry.from_wire),
                    errors=w.table("errors", lambda errs, at: parts(errs, at, ComponentError.from_wire),
-                                  required=False))
+                                  required=False), note=w.opt("note"))
 
     def to_wire(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "status": self.status, "owner": self.owner,
@@ -191,7 +192,8 @@ class TopologyDetails:
                 "requested_workers": self.requested_workers, "now_secs": self.now_secs, "conf": dict(self.conf),
                 "components": [c.to_wire() for c in self.components],
                 "executors": [e.to_wire() for e in self.executors],
-                "errors": {comp: [e.to_wire() for e in errs] for comp, errs in self.errors.items()}}
+                "errors": {comp: [e.to_wire() for e in errs] for comp, errs in self.errors.items()},
+                **({"note": self.note} if self.note else {})}
 
 
 def executor_records(details: TopologyDetails) -> dict[tuple[int, int], ExecutorStats]:

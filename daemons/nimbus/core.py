@@ -222,8 +222,8 @@ class NimbusCore:
     def activate(self, name: str) -> None:
         self._event(name, Activate())
 
-    def deactivate(self, name: str) -> None:
-        self._event(name, Deactivate())
+    def deactivate(self, name: str, note: str | None = None) -> None:
+        self._event(name, Deactivate(note))
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: Mapping[str, int] | None = None) -> RebalanceStarted:

@@ -4,7 +4,7 @@ Operations (args -> result):
     begin_upload {size, checksum}                  -> {upload_id, chunk_bytes}
     upload_chunk {upload_id, offset, data}         -> {received}
     submit {name, upload_id, initial_status?}      -> {id}
-    kill {name, wait_secs?} / activate {name} / deactivate {name}
+    kill {name, wait_secs?} / activate {name} / deactivate {name, note?}
     rebalance {name, wait_secs?, num_workers?, executors?: {component: n}}
     cluster_info {}                                -> supervisors and topologies
     topology_info {name}                           -> status, components, stats, last errors
@@ -85,7 +85,8 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         core.activate(arg(a, "name", str))
 
     def deactivate(a: dict) -> None:
-        core.deactivate(arg(a, "name", str))
+        note = a.get("note")
+        core.deactivate(arg(a, "name", str), note if isinstance(note, str) and note else None)
 
     def rebalance(a: dict) -> dict:
         executors = arg(a, "executors", dict, None)

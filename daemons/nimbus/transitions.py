@@ -67,6 +67,9 @@ class Activate:
 
 @dataclass(frozen=True)
 class Deactivate:
+    """`note`: what the topology is stopped for, shown while it is inactive (`storm-py swap`)."""
+
+    note: str | None = None
     name = "deactivate"
 
 
@@ -167,6 +170,7 @@ class TopologyState:
     wait_secs: float | None = None
     rebalance_num_workers: int | None = None
     rebalance_executors: Mapping[str, int] | None = field(default=None)
+    note: str | None = None   # an inactive topology's reason (a swap in progress)
 
 
 def transition(state: TopologyState, event: Event, now: float) -> tuple[TopologyState | None, tuple[Action, ...]]:
@@ -187,9 +191,9 @@ def transition(state: TopologyState, event: Event, now: float) -> tuple[Topology
     if status in (STATUS_KILLED, STATUS_REBALANCING):
         raise IllegalTransitionError(state.name, status, event.name)
     if isinstance(event, Activate):
-        return _set(state, STATUS_ACTIVE)
+        return _set(replace(state, note=None), STATUS_ACTIVE)
     if isinstance(event, Deactivate):
-        return _set(state, STATUS_INACTIVE)
+        return _set(replace(state, note=event.note), STATUS_INACTIVE)
     if isinstance(event, Rebalance):
         deadline = now + _wait(state, event.wait_secs)
         new = replace(state, status=STATUS_REBALANCING, prev_status=status, deadline_secs=deadline,
@@ -278,7 +282,8 @@ def state_from_base(topology_id: str, base: StormBase, message_timeout_secs: flo
         prev_status=base.prev_status if base.status == STATUS_REBALANCING else None,
         deadline_secs=opts.get("deadline_secs"), wait_secs=opts.get("wait_secs"),
         rebalance_num_workers=opts.get("num_workers"),
-        rebalance_executors=None if executors is None else dict(executors))
+        rebalance_executors=None if executors is None else dict(executors),
+        note=opts.get("note") if base.status == STATUS_INACTIVE else None)
 
 
 def apply_to_base(base: StormBase, state: TopologyState) -> StormBase:
@@ -291,5 +296,7 @@ def apply_to_base(base: StormBase, state: TopologyState) -> StormBase:
             opts["num_workers"] = state.rebalance_num_workers
             opts["component_executors"] = (None if state.rebalance_executors is None
                                            else dict(state.rebalance_executors))
+    elif state.status == STATUS_INACTIVE and state.note:
+        opts = {"note": state.note}
     return replace(base, status=state.status, prev_status=state.prev_status, num_workers=state.num_workers,
                    component_executors=dict(state.component_executors), topology_action_options=opts)

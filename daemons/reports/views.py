@@ -358,7 +358,9 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
             "lastCommitAgeSecs": None if at is None else round(max(0.0, now - at), 1),
             "commits": int(extra.get("commits") or 0), "commitLatencyMs": ms("commit_latency_ms"),
             "commitLatencyMaxMs": ms("commit_latency_max_ms"), "rollbacks": int(extra.get("rollbacks") or 0),
-            "recovering": bool(extra.get("recovering", True))}
+            "recovering": bool(extra.get("recovering", True)),
+            # the savepoint it started from (storm-py swap, jar submit --from-savepoint)
+            "startedFromSavepoint": topo.details.conf.get("topology.state.savepoint")}
 
 
 def _alignment_histogram(aligned: list[dict]) -> dict:
@@ -557,7 +559,9 @@ def diagnose(topo: _Topo) -> list[str]:
     d = topo.details
     name = d.name
     out: list[str] = []
-    if d.status == "inactive":
+    if d.status == "inactive" and d.note:
+        out.append(f"spouts are inactive: topology {name}: {d.note}")
+    elif d.status == "inactive":
         out.append(f"spouts are inactive: topology {name} is deactivated (storm-py activate {name} resumes it)")
     elif d.status in ("killed", "rebalancing"):
         out.append(f"topology {name} is {d.status}: its spouts are deactivated until that finishes")

@@ -9,12 +9,13 @@ task the fields grouping now picks). Refusals leave the running topology as it w
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from devcluster_helpers import status_in_list, storm_py, submit
+from devcluster_helpers import ROOT, status_in_list, storm_py, submit
 from testutil import QUIET_IDLE_ARGS, wait_until
 
 from executor.state.codec import decode
@@ -48,11 +49,21 @@ def _emitted(redis_server, name: str) -> int:
         client.close()
 
 
-def _rows(table: Path, spark_remote) -> list[tuple[int, str, int]]:
-    from executor.sinks.spark import read_table, reader_session
+_READ = """
+import json, sys
+from executor.sinks.spark import read_table, reader_session
+spark = reader_session({"spark.remote": sys.argv[2]})
+print(json.dumps([[r["n"], r["word"], r["count"]] for r in read_table(sys.argv[1], dedupe=False, spark=spark).collect()]))
+"""
 
-    spark = reader_session({"spark.remote": spark_remote["spark.remote"]})
-    return [(r["n"], r["word"], r["count"]) for r in read_table(table, dedupe=False, spark=spark).collect()]
+
+def _rows(table: Path, spark_remote) -> list[tuple[int, str, int]]:
+    # In a process of its own: a Spark Connect session sets SPARK_CONNECT_MODE_ENABLED in its
+    # process's environment, which every later subprocess of this test process would inherit.
+    out = subprocess.run([sys.executable, "-c", _READ, str(table), spark_remote["spark.remote"]], capture_output=True,
+                         text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [tuple(r) for r in json.loads(out.stdout.strip().splitlines()[-1])]
 
 
 def _swap(conf_dir, file: str, *conf: str, check: int):

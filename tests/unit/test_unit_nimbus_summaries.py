@@ -88,3 +88,20 @@ def test_a_crash_loops_cause_stays_the_headline_between_its_reports():
     old = ErrorInfo(refusal.error, NOW - 400, "127.0.0.1", 6700)
     h = topology_health(TopologyFacts("wc-1", BASE, t.assignment, {WORKER_ERRORS: old}), sups, NOW, SETTINGS)
     assert "differs from its package manifest" not in h.last_error.error and "exit code 1" in h.last_error.error
+
+
+def test_a_swap_in_progress_and_the_savepoint_a_topology_started_from_are_in_its_row():
+    # what `storm-py list` prints under its table (daemons/swap.py deactivates with the note)
+    from dataclasses import replace
+
+    from cluster_state.records import STATUS_INACTIVE
+
+    a = assigned(("sup-1", 6700))
+    stopping = replace(BASE, status=STATUS_INACTIVE, topology_action_options={"note": "swap in progress"})
+    (row,) = cluster_summary([TopologyFacts("wc-1", stopping, a)], {"sup-1": supervisor()}, NOW, NOW - 500, "1.0",
+                             SETTINGS).to_wire()["topologies"]
+    assert row["note"] == "swap in progress" and "savepoint" not in row
+    conf = {"topology.state.exactly.once": True, "topology.state.savepoint": "20261129T120000-tx7"}
+    (row,) = cluster_summary([TopologyFacts("wc-2", BASE, a, {}, {}, conf)], {"sup-1": supervisor()}, NOW,
+                             NOW - 500, "1.0", SETTINGS).to_wire()["topologies"]
+    assert row["savepoint"] == "20261129T120000-tx7" and "note" not in row

@@ -229,13 +229,24 @@ def stored(base: StormBase) -> StormBase:
     return decode_record(encode_record(base), "/storms/x", StormBase)
 
 
-@pytest.mark.parametrize("event", [Deactivate(), Kill(wait_secs=12),
+@pytest.mark.parametrize("event", [Deactivate(), Deactivate(note="swap in progress"), Kill(wait_secs=12),
                                    Rebalance(wait_secs=9, num_workers=6, component_executors={"count": 2})])
 def test_state_round_trips_through_the_storm_base(event):
     state, _ = transition(active(), event, NOW)
     base = stored(apply_to_base(base_of(active()), state))
     assert base.status == state.status
     assert state_from_base(state.topology_id, base, TIMEOUT) == state
+
+
+def test_a_deactivate_note_shows_while_inactive_and_goes_with_an_activate_or_a_kill():
+    state, actions = transition(active(), Deactivate(note="swap in progress"), NOW)
+    assert state.note == "swap in progress" and actions == (SetStatus("inactive"),)
+    assert apply_to_base(base_of(active()), state).topology_action_options == {"note": "swap in progress"}
+    again, actions = transition(state, Deactivate(), NOW)  # a plain deactivate clears it: nothing to write
+    assert again.note is None and actions == ()
+    assert transition(state, Activate(), NOW)[0].note is None
+    killed, _ = transition(state, Kill(wait_secs=0), NOW)
+    assert "note" not in (apply_to_base(base_of(active()), killed).topology_action_options or {})
 
 
 def test_active_base_has_no_pending_action():

@@ -264,6 +264,13 @@ def test_a_deactivated_topology_says_so():
     assert any("deactivated" in r for r in views.diagnosis(details(status="inactive")))
 
 
+def test_a_topology_stopped_for_a_swap_says_so():
+    wire = {**details_wire(status="inactive"), "note": "swap in progress: its spouts stop at a checkpoint"}
+    reasons = views.diagnosis(TopologyDetails.from_wire(wire))
+    assert "spouts are inactive: topology wc: swap in progress: its spouts stop at a checkpoint" in reasons
+    assert not any("storm-py activate" in r for r in reasons)
+
+
 def test_max_pending_is_named_with_its_setting():
     reasons = views.diagnosis(details(spout=spout_record(pending=50), conf={"topology.max.spout.pending": 50}))
     assert any("max pending" in r and "topology.max.spout.pending = 50" in r for r in reasons)
@@ -503,6 +510,9 @@ def test_checkpoints_of_a_topology_with_state_on_the_page_and_in_metrics():
 def test_checkpoints_before_the_first_commit_and_without_state():
     cp = views.topology_detail(_with_checkpoints(None))["checkpoints"]
     assert cp["lastCommittedTxid"] is None and cp["lastCommitAgeSecs"] is None and cp["commits"] == 0
+    assert cp["startedFromSavepoint"] is None
+    swapped = TopologyDetails.from_wire(checkpoints_wire({}, {"topology.state.savepoint": "20261129T120000-tx7"}))
+    assert views.topology_detail(swapped)["checkpoints"]["startedFromSavepoint"] == "20261129T120000-tx7"
     assert views.topology_detail(details())["checkpoints"] is None
 
 

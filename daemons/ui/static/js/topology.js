@@ -54,6 +54,7 @@ async function render() {
       { title: "Max alignment, last 60 (ms)", value: (c) => (c.alignmentMaxMs ?? "") },
       { title: "Rollbacks", value: (c) => c.rollbacks, cls: (c) => (c.rollbacks ? "warm" : undefined) },
       { title: "Recovering", value: (c) => (c.recovering ? "yes" : "no") },
+      { title: "Started from savepoint", value: (c) => (c.startedFromSavepoint ?? "") },
     ], [cp]);
   }
   const wins = t.windows;
