@@ -10,7 +10,7 @@ sizes and take the difference (what the start-up costs cancels out):
     valgrind --tool=callgrind --callgrind-out-file=/dev/null python3 bench/core_path.py --n 20000
     (the "Collected" line of callgrind's summary; repeat with --n 40000; (I2 - I1) / 20000)
 
-usage: python3 bench/core_path.py [--n SENTENCES] [--repeat R]
+usage: python3 bench/core_path.py [--n SENTENCES] [--repeat R] [--emit-many]
 """
 
 from __future__ import annotations
@@ -67,6 +67,13 @@ class _Split:
             collector.emit([word])
 
 
+class _SplitMany:
+    """The split with emit_many: one call per sentence."""
+
+    def execute(self, tup, collector):
+        collector.emit_many([[word] for word in tup.values[0].split()])
+
+
 class _Count:
     def __init__(self):
         self.counts = {}
@@ -95,7 +102,7 @@ def _collector(outbox, task, routes):
     return BasicOutputCollector(OutputCollector(_Executor(outbox, {task: routes}), task))
 
 
-def run(texts: list[str], n: int) -> dict:
+def run(texts: list[str], n: int, emit_many: bool = False) -> dict:
     local, remote = _Queue(), _Queue()
     # split task 1 -> count tasks 10 (this worker) and 11 (the other one)
     outbox = Outbox("split", [local, remote], {10: 0, 11: 1}, batch_size=100, max_tuple_bytes=1 << 20,
@@ -107,7 +114,7 @@ def run(texts: list[str], n: int) -> dict:
     count_box = Outbox("count", [], {}, batch_size=100, max_tuple_bytes=1 << 20, acker_tasks=[],
                        local_tasks=set(), first_task=10, listener=None, report_error=lambda task, exc: None)
     count_basic = _collector(count_box, 10, {})
-    split, count = _Split(), _Count()
+    split, count = (_SplitMany() if emit_many else _Split()), _Count()
     resolve = {(1, DEFAULT_STREAM): ("split", WORD)}.__getitem__
     m = len(texts)
     words = 0
@@ -130,7 +137,7 @@ def run(texts: list[str], n: int) -> dict:
     secs = time.perf_counter() - t0
     return {"bench": "core_path", "sentences": n, "words": words, "secs": round(secs, 3),
             "sentences_per_s": round(n / secs), "us_per_sentence": round(secs / n * 1e6, 3),
-            "us_per_word": round(secs / words * 1e6, 3), "core": core_status()["core"],
+            "us_per_word": round(secs / words * 1e6, 3), "core": core_status()["core"], "emit_many": emit_many,
             "python": platform.python_version()}
 
 
@@ -138,11 +145,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--emit-many", action="store_true", help="the split emits a sentence's words in one emit_many call")
     args = ap.parse_args()
     gc.set_threshold(10000, 10, 10)  # as a worker process (topology.worker.gc.thresholds)
     texts = sentences()
     for _ in range(args.repeat):
-        print(json.dumps(run(texts, args.n)), flush=True)
+        print(json.dumps(run(texts, args.n, args.emit_many)), flush=True)
 
 
 if __name__ == "__main__":

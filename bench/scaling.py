@@ -219,7 +219,15 @@ COMPONENTS = textwrap.dedent('''
         def declare_output_fields(self, declarer):
             declarer.declare(["word"])
 
+        def prepare(self, conf, context):
+            # scaling.emit_many: false emits word by word (the figures before emit_many)
+            if conf.get("scaling.emit_many", True) is False:
+                self.execute = self.execute_each
+
         def execute(self, tup, collector):
+            collector.emit_many([[word] for word in tup.values[0].split()])
+
+        def execute_each(self, tup, collector):
             for word in tup.values[0].split():
                 collector.emit([word])
 

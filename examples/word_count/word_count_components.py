@@ -172,8 +172,8 @@ class SplitSentenceBolt(BasicBolt):
         declarer.declare(["word"])
 
     def execute(self, tup, collector):
-        for word in tup.values[0].split():
-            collector.emit([word])
+        # one call for the sentence's words (storm-py's emit_many; in Storm, emit each word)
+        collector.emit_many([[word] for word in tup.values[0].split()])
 
 
 class CountBolt(BaseStatefulWindowedBolt):

@@ -72,6 +72,17 @@ class OutputCollector(_TaskCollector):
         out = ob.route(self._routes, self._task, stream, values, False)
         return ob.emit_anchored(self._task, out, values, out.targets(values), anchors)
 
+    def emit_many(self, many, anchors=None, stream: str = DEFAULT_STREAM) -> None:
+        """One tuple per values list of `many`, each as `emit(values, anchors, stream)` would
+        send it (beyond Storm's API: a bolt that emits many tuples per input, a split, saves a
+        call per tuple). Returns None, not the task ids."""
+        ob = self._ob
+        if anchors is None or not ob.has_ackers:
+            ob.emit_many(self._task, self._routes, stream, many)
+            return
+        for values in many:
+            self.emit(values, anchors, stream)
+
     def emit_direct(self, task: int, values, anchors=None, stream: str = DEFAULT_STREAM) -> list[int]:
         ob = self._ob
         out = ob.route(self._routes, self._task, stream, values, True)
@@ -135,6 +146,16 @@ class BasicOutputCollector:
         if anchor.anchors_to_ids:
             return ob.emit_anchored(self._task, out, values, out.targets(values), anchor)
         return ob.emit(self._task, out, values, out.targets(values))  # untracked input (the word-count split)
+
+    def emit_many(self, many, stream: str = DEFAULT_STREAM) -> None:
+        """One tuple per values list of `many`, each anchored to the current input as emit
+        anchors it (beyond Storm's API; see OutputCollector.emit_many). Returns None."""
+        anchor = self.input
+        if anchor.anchors_to_ids and self._ob.has_ackers:
+            for values in many:
+                self.emit(values, stream)
+            return
+        self._ob.emit_many(self._task, self._routes, stream, many)
 
     def emit_direct(self, task: int, values, stream: str = DEFAULT_STREAM) -> list[int]:
         return self._collector.emit_direct(task, values, self.input, stream)

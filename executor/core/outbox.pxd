@@ -1,4 +1,6 @@
 # Types of executor/core/outbox.py for its compiled build (executor/core/__init__.py).
+cimport cython
+
 cdef class Outbox:
     cdef public object component_id
     cdef list _slot_queues
@@ -24,6 +26,8 @@ cdef class Outbox:
     cpdef route(self, dict routes, task, stream, values, bint direct=*)
     cpdef _counted(self, task, out, values, targets)
     cpdef emit(self, task, out, values, targets)
+    @cython.locals(n=Py_ssize_t, sent=Py_ssize_t, i=Py_ssize_t, bs=Py_ssize_t)
+    cpdef emit_many(self, task, dict routes, stream, many)
     cpdef emit_anchored(self, task, out, values, targets, anchors)
     cpdef emit_rooted(self, task, out, values, targets, root)
     cpdef _rooted(self, task, out, values, targets, root)
