@@ -120,6 +120,61 @@ def test_swap_to_a_new_split_rule_and_three_count_tasks_counts_each_sentence_onc
         assert sorted(seen) == list(range(1, len(seen) + 1)), f"{word}: counts {sorted(seen)[:20]}..."
 
 
+def _words_counted(redis_server, name: str, generation: str) -> dict[str, int]:
+    client = redis_server.client()
+    try:
+        out: dict[str, int] = {}
+        for key in client.scan_iter(f"*:{name}:{generation}/count#*:committed"):
+            for k, v in client.hgetall(key).items():
+                out[decode(k)] = out.get(decode(k), 0) + decode(v)
+        return out
+    finally:
+        client.close()
+
+
+def test_a_savepoint_of_a_running_topology_is_where_a_later_submit_starts(
+        tmp_path, shared_dev_cluster, redis_server, spark_remote):
+    """`storm-py savepoint` while it runs, kill, `jar submit --from-savepoint` with the other split
+    rule: every word's count is exactly that of the savepoint's sentences by the old rule plus
+    the later sentences by the new one (what ran between the savepoint and the kill is not counted)."""
+    sys.path.insert(0, str(FILES))
+    from swap_parts import sentence
+
+    c, table = shared_dev_cluster, tmp_path / "table"
+    conf = _conf(table, redis_server, spark_remote)
+    submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
+    try:
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= N // 5, DEADLINE, "sentences committed", interval=0.5)
+        out = storm_py("savepoint", "swapwc", "-c", conf[4], conf_dir=c.conf_dir, check=0)
+        assert out.stdout.startswith("savepoint ") and "count x2" in out.stdout, out
+        savepoint_id = out.stdout.split()[1]
+        before_kill = _emitted(redis_server, "swapwc")
+        wait_until(lambda: _emitted(redis_server, "swapwc") > before_kill, DEADLINE, "more sentences", interval=0.5)
+        storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+        wait_until(lambda: status_in_list(c.conf_dir, "swapwc") is None, DEADLINE, "the topology gone", interval=0.5)
+        args = [a for kv in conf for a in ("-c", kv)]
+        out = storm_py("jar", "submit", str(FILES / "words_v2.py"), "--name", "swapwc", "--from-savepoint",
+                       savepoint_id, *args, conf_dir=c.conf_dir, check=0, timeout=120)
+        assert f"from savepoint {savepoint_id}" in out.stdout, out
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= N, DEADLINE, "every sentence committed", interval=0.5)
+    finally:
+        storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
+    client = redis_server.client()
+    try:
+        saved_next = decode(client.hget(f"storm-py-test:swapwc:savepoint:{savepoint_id}:sentences#0", b"\xa4next"))
+    finally:
+        client.close()
+    assert N // 5 < saved_next <= before_kill + 1
+    want: dict[str, int] = {}
+    for n in range(1, N + 1):
+        for w in sentence(n).split(" "):
+            want[w] = want.get(w, 0) + (1 if n < saved_next else 2)
+    assert _words_counted(redis_server, "swapwc", savepoint_id) == want
+    out = storm_py("savepoints", "swapwc", "--delete", savepoint_id, "-c", conf[4], conf_dir=c.conf_dir, check=0)
+    assert f"deleted savepoint {savepoint_id}" in out.stdout
+    assert "No savepoints" in storm_py("savepoints", "swapwc", "-c", conf[4], conf_dir=c.conf_dir, check=0).stdout
+
+
 def test_swaps_that_cannot_keep_the_state_are_refused_and_the_topology_runs_on(
         tmp_path, shared_dev_cluster, redis_server, spark_remote):
     c, table = shared_dev_cluster, tmp_path / "table"
