@@ -146,7 +146,11 @@ class Outbox:
     def emit(self, task: int, out, values, targets: list[int]) -> list[int]:
         """An untracked tuple: one Tuple object shared by every target."""
         self._counted(task, out, values, targets)  # a C call in the compiled core: not inlined
-        tup = Tuple(values, task, out.stream, self.component_id, out.fields, None)
+        self._place(targets, Tuple(values, task, out.stream, self.component_id, out.fields, None))
+        return targets
+
+    def _place(self, targets, tup) -> None:
+        """One untracked tuple into its targets' buffers (a buffer is flushed once full)."""
         bufs = self._bufs
         task_slot = self._task_slot
         bs = self._batch_size
@@ -156,14 +160,10 @@ class Outbox:
             buf.append((t, tup))
             if len(buf) >= bs:
                 self._flush_slot(i)
-        return targets
 
     def emit_many(self, task: int, routes: dict, stream: str, many) -> None:
         """Untracked tuples, one per values list of `many` (a bolt's emit_many): what emit does
         for each, checked as emit checks it, with no call from Python per tuple."""
-        bufs = self._bufs
-        task_slot = self._task_slot
-        bs = self._batch_size
         comp = self.component_id
         listener = self._listener
         out = None
@@ -181,13 +181,7 @@ class Outbox:
                 sent += len(targets)
                 if listener is not None:
                     listener(comp, task, stream, values)
-                tup = Tuple(values, task, stream, comp, out.fields, None)
-                for t in targets:
-                    i = task_slot[t]
-                    buf = bufs[i]
-                    buf.append((t, tup))
-                    if len(buf) >= bs:
-                        self._flush_slot(i)
+                self._place(targets, Tuple(values, task, stream, comp, out.fields, None))
         finally:
             if out is not None:
                 counts = out.counts
