@@ -74,7 +74,7 @@ def savepoints(name, delete_id, conf):
 @click.command()
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--wait", "wait_secs", type=float, default=DEFAULT_WAIT_SECS, show_default=True,
+@click.option("--wait", "wait_secs", type=click.FloatRange(min=1.0), default=DEFAULT_WAIT_SECS, show_default=True,
               help="Seconds to wait for the spouts to stop at a committed checkpoint and the old topology to go.")
 @click.option("--allow-dropped-state", is_flag=True,
               help="Start even if a component with state in the old topology is not in the new one.")
