@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, COMMITTED, PREPARING, TxState
 from executor.savepoints.plan import SavepointRefused, Shape
@@ -27,6 +28,7 @@ from executor.state.redis_kv import RedisKeys, generation_key
 
 log = logging.getLogger(__name__)
 
+KEEP_GENERATIONS = 2  # the running one and the one it started from
 _TX_KEY = b"\xa7__state"  # msgpack of "__state": the checkpoint spout's record (executor/checkpoint/spout.py)
 
 
@@ -230,19 +232,34 @@ class SavepointStore:
                         pipe.hset(keys.committed, mapping=dict(values))
                     pipe.hset(keys.txid, "commit", seq if comp == CHECKPOINT_COMPONENT else str(txid))
             pipe.set(generation_key(self.settings.key_prefix, topology), generation)
+            pipe.rpush(self._key(topology, "generations"), generation)
             pipe.execute()
 
         self._run(f"start topology {topology!r} from txid {txid}", write)
+        self._collect(topology)
 
-    def drop_generation(self, topology: str, generation: str | None, tasks: Mapping[str, Iterable[int]]) -> int:
-        """Delete a generation's task keys (the one a swap left behind); returns how many."""
-        keys = []
-        for comp, ids in tasks.items():
-            for index, task in enumerate(sorted(ids)):
-                k = self.task_keys(topology, generation, comp, index, task)
-                keys += [k.committed, k.prepared, k.txid]
-        return int(self._run("delete the old state", lambda: self.client.delete(*keys))) if keys else 0
+    def _collect(self, topology: str) -> int:
+        """Delete the state of the generations before the last KEEP_GENERATIONS (the first one,
+        a topology's keys before any swap, is the oldest); how many keys. The savepoints keep
+        their own copies; the generation just stopped stays until the next start, as a worker of
+        it may still be shutting down."""
+        listed = self._key(topology, "generations")
+        names = [g.decode() for g in self._run("list the state generations", lambda: self.client.lrange(listed, 0, -1))]
+        deleted = 0
+        for gen in ["", *names][:-KEEP_GENERATIONS]:
+            base = self._key(f"{topology}:{gen}" if gen else topology)
+            match = _glob_literal(base) + "/*"
 
+            def drop(match=match) -> int:
+                keys = list(self.client.scan_iter(match=match, count=1000))
+                return sum(self.client.delete(*keys[i:i + 1000]) for i in range(0, len(keys), 1000))
+
+            deleted += int(self._run("delete an old state generation", drop))
+        if len(names) > KEEP_GENERATIONS:
+            self._run("list the state generations", lambda: self.client.ltrim(listed, -KEEP_GENERATIONS, -1))
+        if deleted:
+            log.info("topology %s: deleted %d keys of older state generations", topology, deleted)
+        return deleted
 
 def _last_committed(record: TxState | None) -> int | None:
     """The checkpoint the record says is committed whole (None while one is being committed)."""
@@ -253,6 +270,11 @@ def _last_committed(record: TxState | None) -> int | None:
     if record.state == PREPARING:
         return record.txid - 1
     return None
+
+
+def _glob_literal(text: str) -> str:
+    """`text` matched literally in a Redis SCAN pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def _packed(value: Any) -> bytes:
