@@ -339,6 +339,7 @@ SCHEMA: dict[str, Rule] = {
     "topology.state.exactly.once": Rule("bool"),
     "topology.state.checkpoint.pause.after.ms": _int(0, nullable=True),
     "topology.state.savepoint": _str(nullable=True),
+    "topology.state.savepoint.dir": _str(nullable=True),
     # Spark sink
     "spark.master": _str(),
     "spark.remote": Rule("str", nullable=True, check=spark_remote_problem,

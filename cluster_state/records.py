@@ -108,6 +108,9 @@ class StormBase:
     # Parameters of a pending kill/rebalance, e.g. {"wait_secs": 30, "num_workers": 3}.
     topology_action_options: Mapping[str, Any] | None = None
     owner: str | None = None
+    # A directory savepoint asked of the workers ({"dir": the request directory}; storm-py
+    # savepoint --dir, executor/savepoints/files.py); None when none is asked.
+    savepoint_request: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         _str(self.storm_name, "StormBase.storm_name")
@@ -128,6 +131,8 @@ class StormBase:
             _set(self, "topology_action_options",
                  _mapping(self.topology_action_options, "StormBase.topology_action_options"))
         _opt_str(self.owner, "StormBase.owner")
+        if self.savepoint_request is not None:
+            _set(self, "savepoint_request", _mapping(self.savepoint_request, "StormBase.savepoint_request"))
 
 
 @dataclass(frozen=True)

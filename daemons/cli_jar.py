@@ -172,8 +172,10 @@ def new_code(path: Path, conf: Mapping[str, Any], overrides: Mapping[str, Any], 
               help="Start from savepoint ID of the topology's name (storm-py savepoints NAME lists them).")
 @click.option("--allow-dropped-state", is_flag=True,
               help="With --from-savepoint: start even if a component with state in it is not in this topology.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="With --from-savepoint: the savepoint directory (a topology whose state is in the memory provider).")
 @common_options
-def submit(path, name, inactive, savepoint_id, allow_dropped_state, conf, overrides):
+def submit(path, name, inactive, savepoint_id, allow_dropped_state, directory, conf, overrides):
     """Submit a topology: PATH is a topology .py file (its directory is packaged) or a package .zip."""
     import tempfile
 
@@ -183,21 +185,23 @@ def submit(path, name, inactive, savepoint_id, allow_dropped_state, conf, overri
     name = name or _default_name(path)
     # -c values also reach this client (nimbus.seeds finds Nimbus); daemon keys go no further.
     _warn_daemon_keys(overrides, "-c")
-    if allow_dropped_state and not savepoint_id:
-        raise click.UsageError("--allow-dropped-state goes with --from-savepoint")
+    if (allow_dropped_state or directory) and not savepoint_id:
+        raise click.UsageError(f"{'--dir' if directory else '--allow-dropped-state'} goes with --from-savepoint")
     with tempfile.TemporaryDirectory(prefix="storm-py-submit-") as tmp:
         package, shapes, topo_conf = new_code(path, conf, overrides, Path(tmp))
         with NimbusSession(conf) as client:
             if savepoint_id:
                 overrides = {**overrides, **_from_savepoint(client, conf, name, savepoint_id, shapes, topo_conf,
-                                                            allow_dropped_state)}
+                                                            allow_dropped_state, directory)}
             storm_id = submit_package(client, package, name, overrides, inactive)
     click.echo(f"submitted topology {name} as {storm_id}" + (f" from savepoint {savepoint_id}" if savepoint_id else ""))
 
 
-def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_conf, allow_dropped_state: bool) -> dict:
+def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_conf, allow_dropped_state: bool,
+                    directory: str | None = None) -> dict:
     """Write savepoint `savepoint_id` as the state `name` starts from; the -c values saying so."""
     from daemons import swap as steps
+    from executor.savepoints.files import DirectoryStore
     from executor.savepoints.plan import SavepointRefused
     from executor.state.errors import StateUnavailableError
 
@@ -205,10 +209,10 @@ def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_con
         raise click.ClickException(f"topology {name!r} is running: kill it first, or replace it with "
                                    f"`storm-py swap {name} FILE`")
     try:
-        steps.check_mode(name, topo_conf, "the")
-        with steps.store_for(conf, topo_conf) as store:
+        store = DirectoryStore(directory) if directory else steps.store_for(conf, topo_conf)
+        steps.check_mode(name, topo_conf, "the", str(store.root) if directory else None)
+        with store:
             manifest = store.manifest(name, savepoint_id)
-            steps.start_from(store, manifest, store.load(manifest), shapes, topo_conf, allow_dropped_state)
+            return steps.start_from(store, manifest, store.load(manifest), shapes, topo_conf, allow_dropped_state)
     except (SavepointRefused, StateUnavailableError) as exc:
         raise click.ClickException(str(exc)) from None
-    return {steps.SAVEPOINT_KEY: savepoint_id}

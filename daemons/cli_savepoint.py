@@ -16,24 +16,38 @@ from executor.savepoints.plan import SavepointRefused
 from executor.state.errors import StateUnavailableError
 
 DEFAULT_WAIT_SECS = 120.0
+DIR_HELP = ("A directory for the savepoints of a topology whose state is in the memory provider (its workers "
+            "write them: every worker's host must reach it). Redis topologies keep theirs in Redis.")
 
 
 def _fail(exc: BaseException) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
+def store_of(conf, topology_conf, directory: str | None):
+    """Where savepoints are: `directory` (memory provider) or the topology's Redis."""
+    from executor.savepoints.files import DirectoryStore
+
+    return DirectoryStore(directory) if directory else store_for(conf, topology_conf)
+
+
 @click.command()
 @click.argument("name")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @common_options
-def savepoint(name, conf):
+def savepoint(name, directory, conf):
     """Keep the last complete checkpoint of running exactly-once topology NAME as a savepoint."""
-    from daemons.swap import running, take
+    from daemons.swap import check_mode, running, take, take_to_dir
 
-    with NimbusSession(conf) as nimbus:
-        run = running(nimbus, name)
     try:
-        with store_for(conf, run.details.conf) as store:
-            manifest, _snap = take(store, name, run)
+        with NimbusSession(conf) as nimbus:
+            run = running(nimbus, name)
+            with store_of(conf, run.details.conf, directory) as store:
+                if directory:
+                    check_mode(name, run.details.conf, "the", str(store.root))
+                    manifest, _snap = take_to_dir(nimbus, store, name, run, time.monotonic() + DEFAULT_WAIT_SECS)
+                else:
+                    manifest, _snap = take(store, name, run)
     except (SavepointRefused, StateUnavailableError) as exc:
         raise _fail(exc) from None
     click.echo(f"savepoint {manifest.id} of topology {name} at checkpoint {manifest.txid} "
@@ -48,11 +62,12 @@ def _shape_line(manifest) -> str:
 @click.command()
 @click.argument("name")
 @click.option("--delete", "delete_id", default=None, metavar="ID", help="Delete savepoint ID instead.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @common_options
-def savepoints(name, delete_id, conf):
-    """List the savepoints kept of topology NAME (its state provider from storm.yaml and -c)."""
+def savepoints(name, delete_id, directory, conf):
+    """List the savepoints kept of topology NAME (in its Redis, from storm.yaml and -c, or in --dir)."""
     try:
-        with store_for(conf, {}) as store:
+        with store_of(conf, {}, directory) as store:
             if delete_id:
                 store.delete(name, delete_id)
                 click.echo(f"deleted savepoint {delete_id} of topology {name}")
@@ -78,8 +93,9 @@ def savepoints(name, delete_id, conf):
               help="Seconds to wait for the spouts to stop at a committed checkpoint and the old topology to go.")
 @click.option("--allow-dropped-state", is_flag=True,
               help="Start even if a component with state in the old topology is not in the new one.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @common_options
-def swap(name, path, wait_secs, allow_dropped_state, conf, overrides):
+def swap(name, path, wait_secs, allow_dropped_state, directory, conf, overrides):
     """Replace running exactly-once topology NAME by the code at PATH, from its state: the spouts
     stop at a checkpoint, it commits, and PATH starts from it under the same name."""
     import tempfile
@@ -89,14 +105,14 @@ def swap(name, path, wait_secs, allow_dropped_state, conf, overrides):
 
     with tempfile.TemporaryDirectory(prefix="storm-py-swap-") as tmp:
         package, shapes, new_conf = new_code(Path(path), conf, overrides, Path(tmp))
-        with NimbusSession(conf) as nimbus, store_for(conf, new_conf) as store:
-            def submit(savepoint_id: str) -> str:
-                return submit_package(nimbus, package, name, {**overrides, steps.SAVEPOINT_KEY: savepoint_id})
+        try:
+            with NimbusSession(conf) as nimbus, store_of(conf, new_conf, directory) as store:
+                def submit(start_conf) -> str:
+                    return submit_package(nimbus, package, name, {**overrides, **start_conf})
 
-            try:
                 manifest, storm_id = steps.swap(nimbus, store, name, shapes, new_conf, submit, wait_secs,
                                                 allow_dropped_state, say=click.echo)
-            except (SavepointRefused, StateUnavailableError) as exc:
-                raise _fail(exc) from None
+        except (SavepointRefused, StateUnavailableError) as exc:
+            raise _fail(exc) from None
     click.echo(f"swapped topology {name}: {storm_id} started from savepoint {manifest.id} "
                f"(checkpoint {manifest.txid})")

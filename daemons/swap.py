@@ -19,15 +19,19 @@ first, so a later failure leaves it to start from (`jar submit --from-savepoint`
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
 from daemons.answers.details import TopologyDetails, records_by_component
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, QUIET_SINCE
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, QUIET_SINCE, TxState
+from executor.savepoints import files
+from executor.savepoints.files import DirectoryStore
 from executor.savepoints.keyed import redistribute
 from executor.savepoints.plan import Move, SavepointRefused, Shape, keyed_by, plan_moves
-from executor.savepoints.store import Manifest, SavepointStore, Snapshot, new_id
+from executor.savepoints.store import Manifest, SavepointStore, Snapshot, last_committed, new_id
+from executor.state.codec import decode
 from executor.state.provider import CONFIG_KEY
 from executor.structure import TopologyStructure
 
@@ -84,16 +88,68 @@ def store_for(client_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) 
         raise SavepointRefused(f"{CONFIG_KEY}: {exc}") from None
 
 
-def check_mode(name: str, conf: Mapping[str, Any], which: str) -> None:
-    """Refuse a topology whose state cannot be kept by a savepoint."""
+def check_mode(name: str, conf: Mapping[str, Any], which: str, directory: str | None = None) -> None:
+    """Refuse a topology whose state cannot be kept by a savepoint (in Redis, or in `directory`
+    for the memory provider)."""
     if not conf.get("topology.state.exactly.once"):
         raise SavepointRefused(f"{which} topology {name!r} is not in exactly-once mode "
                                f"(topology.state.exactly.once: true): savepoints are its checkpoints; "
                                f"kill and submit it instead")
     provider = str(conf.get("topology.state.provider") or "memory").lower()
-    if provider != "redis":
+    if provider == "memory" and directory is None:
+        raise SavepointRefused(f"{which} topology {name!r} keeps its state with the 'memory' provider, only in its "
+                               f"workers: give --dir DIR (a directory every worker can write) for its savepoints")
+    if provider == "redis" and directory is not None:
+        raise SavepointRefused(f"{which} topology {name!r} keeps its state in Redis, and its savepoints there: "
+                               f"--dir is for the memory provider")
+    if provider not in ("memory", "redis"):
         raise SavepointRefused(f"{which} topology {name!r} keeps its state with the {provider!r} provider: "
-                               f"savepoints need a durable one (topology.state.provider: redis)")
+                               f"savepoints need redis or memory")
+
+
+def take_to_dir(nimbus: Nimbus, store: DirectoryStore, name: str, run: Running, deadline: float,
+                started_from: str | None = None, attempts: int = 5) -> tuple[Manifest, Snapshot]:
+    """A directory savepoint of running topology `name` (the memory provider): its workers write
+    their tasks' committed state, tried again until every task wrote the same checkpoint."""
+    slots = {(e.node, e.port) for e in run.details.executors if e.port is not None}
+    last_problem = "no worker answered"
+    for _ in range(attempts):
+        request = store.request_dir(name)
+        request.mkdir(parents=True, exist_ok=True)
+        nimbus.call("request_savepoint", name=name, dir=str(request))
+        try:
+            markers = _poll(f"the {len(slots)} worker(s) of {name!r} to write their state to {request}",
+                            lambda r=request: (m if len(m := files.read_worker_markers(r)) >= len(slots) else None),
+                            deadline)
+        except TimeoutError as exc:
+            raise SavepointRefused(f"topology {name!r}: timed out waiting for {exc}; nothing was kept") from None
+        finally:
+            nimbus.call("request_savepoint", name=name, dir=None)
+        missing = sorted(f"{c}#{i}" for m in markers.values() for c, i in m.get("missing", ()))
+        if missing:
+            shutil.rmtree(request, ignore_errors=True)
+            raise SavepointRefused(f"topology {name!r}: tasks {', '.join(missing)} could not write their state "
+                                   f"(their workers' logs say why); nothing was kept")
+        states: dict[str, list] = {}
+        txids, record = set(), None
+        for m in markers.values():
+            for comp, index in m["tasks"]:
+                txid, values = files.read_task(files.task_file(request, comp, index))
+                if comp == CHECKPOINT_COMPONENT:
+                    raw = values.get(files._TX_KEY)
+                    record = None if raw is None else TxState.from_wire(decode(raw))
+                    continue
+                txids.add(txid)
+                states.setdefault(comp, [{} for _ in range(run.shapes[comp].tasks)])[index] = values
+        last = last_committed(record)
+        if last is not None and last >= 0 and txids <= {last}:
+            manifest = Manifest(new_id(last), name, time.time(), last, run.shapes, tuple(sorted(states)),
+                                started_from)
+            store.keep(request, manifest)
+            return manifest, Snapshot(last, states)
+        last_problem = f"its tasks wrote checkpoints {sorted(map(str, txids))}, the last complete one being {last}"
+        shutil.rmtree(request, ignore_errors=True)
+    raise SavepointRefused(f"topology {name!r}: no consistent checkpoint in {attempts} tries ({last_problem})")
 
 
 def mixed_hash(conf: Mapping[str, Any]) -> bool:
@@ -175,26 +231,36 @@ def wait_gone(nimbus: Nimbus, name: str, deadline: float) -> None:
     _poll(f"topology {name!r} to be removed", gone, deadline)
 
 
-def start_from(store: SavepointStore, manifest: Manifest, snapshot: Snapshot, new: Mapping[str, Shape],
-               conf: Mapping[str, Any], allow_dropped_state: bool) -> str:
-    """Write the savepoint as a new generation of `manifest.topology`'s state shaped for `new`
-    (refusals first: nothing written then); the generation's name (the savepoint's id)."""
+SAVEPOINT_DIR_KEY = "topology.state.savepoint.dir"   # the memory provider's start directory
+
+
+def start_from(store: SavepointStore | DirectoryStore, manifest: Manifest, snapshot: Snapshot,
+               new: Mapping[str, Shape], conf: Mapping[str, Any], allow_dropped_state: bool) -> dict[str, Any]:
+    """Write the savepoint as the state `manifest.topology` starts from, shaped for `new`
+    (refusals first: nothing written then): in Redis a new generation (named by the savepoint's
+    id), in a directory a start directory. The topology config that says so."""
     moves = plan_moves(manifest.components, set(manifest.stateful), new, allow_dropped_state)
     states = new_states(manifest, snapshot, moves, new, mixed_hash(conf))
     checkpoint = new.get(CHECKPOINT_COMPONENT)
-    store.restore(manifest.topology, manifest.id, manifest.txid, states,
-                  checkpoint_tasks=checkpoint.tasks if checkpoint else 1)
-    return manifest.id
+    tasks = checkpoint.tasks if checkpoint else 1
+    if isinstance(store, DirectoryStore):
+        return {SAVEPOINT_KEY: manifest.id, SAVEPOINT_DIR_KEY: str(store.start(manifest, states, tasks))}
+    store.restore(manifest.topology, manifest.id, manifest.txid, states, checkpoint_tasks=tasks)
+    return {SAVEPOINT_KEY: manifest.id}
 
 
-def swap(nimbus: Nimbus, store: SavepointStore, name: str, new: Mapping[str, Shape], new_conf: Mapping[str, Any],
-         submit: Callable[[str], str], wait_secs: float, allow_dropped_state: bool = False,
-         say: Callable[[str], None] = lambda line: None) -> tuple[Manifest, str]:
-    """Stop `name` at a checkpoint and start `submit`'s new code from it; (savepoint, new id)."""
+def swap(nimbus: Nimbus, store: SavepointStore | DirectoryStore, name: str, new: Mapping[str, Shape],
+         new_conf: Mapping[str, Any], submit: Callable[[Mapping[str, Any]], str], wait_secs: float,
+         allow_dropped_state: bool = False, say: Callable[[str], None] = lambda line: None) -> tuple[Manifest, str]:
+    """Stop `name` at a checkpoint and start `submit`'s new code from it (`submit` gets the
+    topology config saying which savepoint); (the savepoint, the new topology's id)."""
     deadline = time.monotonic() + wait_secs
     run = running(nimbus, name)
-    check_mode(name, run.details.conf, "the running")
-    check_mode(name, new_conf, "the new")
+    directory = str(store.root) if isinstance(store, DirectoryStore) else None
+    check_mode(name, run.details.conf, "the running", directory)
+    check_mode(name, new_conf, "the new", directory)
+    if directory is not None:
+        return _swap_from_workers(nimbus, store, name, run, new, new_conf, submit, deadline, allow_dropped_state, say)
     # Refusals before anything stops: the plan, and the keyed state's move on a read of it now.
     probe = store.snapshot(name, run.tasks)
     probe_manifest = Manifest("probe", name, time.time(), probe.txid, run.shapes, tuple(sorted(probe.states)))
@@ -210,12 +276,42 @@ def swap(nimbus: Nimbus, store: SavepointStore, name: str, new: Mapping[str, Sha
                                f"lists it; nothing else was changed: submit the new code once it is gone") from None
     manifest, snap = take(store, name, run, started_from=run.details.id)
     say(f"topology {name!r} stopped at checkpoint {snap.txid}; kept as savepoint {manifest.id}")
+    return manifest, _start(store, manifest, snap, name, new, new_conf, submit, allow_dropped_state, "")
+
+
+def _start(store, manifest: Manifest, snap: Snapshot, name: str, new, new_conf, submit, allow_dropped_state: bool,
+           dir_option: str) -> str:
     try:
-        start_from(store, manifest, snap, new, new_conf, allow_dropped_state)
-        storm_id = submit(manifest.id)
+        return submit(start_from(store, manifest, snap, new, new_conf, allow_dropped_state))
     except Exception as exc:
         raise SavepointRefused(f"{exc} (topology {name!r} is stopped; its state is savepoint {manifest.id}: "
-                               f"`storm-py jar submit FILE --name {name} --from-savepoint {manifest.id}` starts "
-                               f"from it)") from None
-    return manifest, storm_id
+                               f"`storm-py jar submit FILE --name {name} --from-savepoint {manifest.id}{dir_option}` "
+                               f"starts from it)") from None
+
+
+def _swap_from_workers(nimbus: Nimbus, store: DirectoryStore, name: str, run: Running, new, new_conf, submit,
+                       deadline: float, allow_dropped_state: bool, say) -> tuple[Manifest, str]:
+    """A swap of a memory-provider topology: its workers write the stopped state (before the
+    kill: it lives only in them), checked against the new code while the old one can still be
+    activated again."""
+    say(f"stopping topology {name!r} at a checkpoint")
+    txid = stop_at_barrier(nimbus, name, deadline)
+    try:
+        manifest, snap = take_to_dir(nimbus, store, name, run, deadline, started_from=run.details.id)
+        moves = plan_moves(manifest.components, set(manifest.stateful), new, allow_dropped_state)
+        new_states(manifest, snap, moves, new, mixed_hash(new_conf))
+    except SavepointRefused as exc:
+        nimbus.call("activate", name=name)
+        raise SavepointRefused(f"{exc}; topology {name!r} was activated again and runs as before") from None
+    say(f"topology {name!r} stopped at checkpoint {max(txid, snap.txid)}; kept as savepoint {manifest.id} in "
+        f"{store.root}")
+    nimbus.call("kill", name=name, wait_secs=0)
+    try:
+        wait_gone(nimbus, name, deadline + 30)
+    except TimeoutError:
+        raise SavepointRefused(f"topology {name!r} was stopped and killed, but Nimbus still lists it; its state is "
+                               f"savepoint {manifest.id} in {store.root}: submit the new code from it once it is "
+                               f"gone") from None
+    return manifest, _start(store, manifest, snap, name, new, new_conf, submit, allow_dropped_state,
+                            f" --dir {store.root}")
 

@@ -10,6 +10,7 @@ from executor.base import ExecutorBase
 from executor.checkpoint.protocol import CHECKPOINT_STREAM, QUIET_SINCE
 from executor.checkpoint.spout_side import SpoutBarriers
 from executor.core.collectors import SpoutOutputCollector
+from executor.receive_queue import Calls
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
 from executor.serialization import (
@@ -137,6 +138,11 @@ class SpoutExecutor(ExecutorBase):
         pending = self.pending
         for batch in batches:
             n += len(batch)
+            if type(batch) is Calls:  # a worker's request run on this thread (a directory savepoint)
+                for task, fn in batch:
+                    self._cur_task = task
+                    fn()
+                continue
             for task, p in batch:
                 if type(p) is tuple:
                     info = pending.remove(p[1])

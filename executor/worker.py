@@ -26,7 +26,7 @@ from executor.checkpoint.wiring import STATEFUL_SPOUT, is_checkpointed
 from executor.context import TopologyContext
 from executor.errors import ComponentError
 from executor.layout import TopologyLayout
-from executor.receive_queue import ReceiveQueue
+from executor.receive_queue import Calls, ReceiveQueue
 from executor.routing import Locality, build_routes
 from executor.scheduling import DedicatedRunner, SharedRunner
 from executor.spout import SpoutExecutor
@@ -328,6 +328,51 @@ class Worker:
     def _resolve(self, source_task: int, stream: str):
         comp = self.layout.task_to_component[source_task]
         return comp, self.topology.stream_fields(comp, stream)
+
+    # ---- savepoints ----
+    def write_savepoint(self, directory: str) -> int:
+        """A directory savepoint of a topology whose state is in the memory provider: each task
+        with state writes its committed values to `directory` on its executor's thread, then the
+        worker writes its marker, named by its first task, listing what was written and what
+        could not be (executor/savepoints/files.py). How many tasks were asked."""
+        from executor.savepoints import files
+
+        jobs = [(ex, task, get) for ex in self.executors for task in ex.task_ids
+                if (get := getattr(ex.w.objs.get(task), "savepoint_state", None)) is not None]
+        name = str(min(t for ex in self.executors for t in ex.task_ids))
+        lock = threading.Lock()
+        left = [len(jobs)]
+        written: list = []
+        missing: list = []
+
+        def done(entry, ok: bool) -> None:
+            with lock:
+                (written if ok else missing).append(entry)
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                files.write_worker_marker(directory, name, {"tasks": written, "missing": missing})
+
+        for ex, task, get in jobs:
+            ctx = ex.w.contexts[task]
+
+            def write(ctx=ctx, get=get) -> None:
+                entry = [ctx.this_component_id, ctx.this_task_index]
+                try:
+                    state = get()
+                    if state is not None:
+                        files.write_task(directory, entry[0], entry[1], state.committed_txid(),
+                                         state.committed_stored())
+                    done(entry, state is not None)
+                except Exception as exc:  # one line; the client sees the task missing and says so
+                    log.warning("savepoint to %s: task %s#%d: %s", directory, entry[0], entry[1], exc)
+                    done(entry, False)
+
+            ex.queue.publish_force(Calls([(task, write)]))
+        if not jobs:
+            files.write_worker_marker(directory, name, {"tasks": [], "missing": []})
+        log.info("savepoint to %s: %d tasks with state asked", directory, len(jobs))
+        return len(jobs)
 
     # ---- inspection ----
     def stats_records(self) -> dict[tuple[int, int], ExecutorStats]:

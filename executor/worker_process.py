@@ -215,6 +215,7 @@ class WorkerProcess(Service):
         return float(self.conf["task.refresh.poll.secs"])
 
     _wants_active = False
+    _savepoint_dir: str | None = None   # the last directory savepoint this worker wrote
 
     def _assignment_changed(self, *_event) -> None:
         # A one-shot watch: only wake the refresh thread (which re-reads and re-registers it).
@@ -235,6 +236,10 @@ class WorkerProcess(Service):
             self.topology_status.set_active(False)  # killed and removed: the supervisor stops us
             return
         self.worker.update_routing(self._task_addresses(assignment))
+        request = (base.savepoint_request or {}).get("dir")
+        if request and request != self._savepoint_dir:
+            self._savepoint_dir = request
+            self.worker.write_savepoint(request)
         self._wants_active = base.status == STATUS_ACTIVE
         self.topology_status.set_active(self._wants_active and self.worker.peers_connected())
 

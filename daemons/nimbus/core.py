@@ -13,7 +13,7 @@ import itertools
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -224,6 +224,16 @@ class NimbusCore:
 
     def deactivate(self, name: str, note: str | None = None) -> None:
         self._event(name, Deactivate(note))
+
+    def request_savepoint(self, name: str, directory: str | None) -> None:
+        """Ask the workers of `name` to write their tasks' committed state to `directory` (a
+        directory savepoint, executor/savepoints/files.py); None withdraws the request."""
+        with self.lock:
+            storm_id = self.resolve(name)
+            base = self._base(storm_id)
+            request = None if directory is None else {"dir": directory}
+            if base.savepoint_request != request:
+                self.cluster.activate_storm(storm_id, replace(base, savepoint_request=request))
 
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: Mapping[str, int] | None = None) -> RebalanceStarted:

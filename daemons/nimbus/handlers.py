@@ -88,6 +88,9 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         note = a.get("note")
         core.deactivate(arg(a, "name", str), note if isinstance(note, str) and note else None)
 
+    def request_savepoint(a: dict) -> None:
+        core.request_savepoint(arg(a, "name", str), arg(a, "dir", str, None))
+
     def rebalance(a: dict) -> dict:
         executors = arg(a, "executors", dict, None)
         if executors is not None:
@@ -143,6 +146,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
     handlers = {
         "begin_upload": begin_upload, "upload_chunk": upload_chunk, "submit": submit,
         "kill": kill, "activate": activate, "deactivate": deactivate, "rebalance": rebalance,
+        "request_savepoint": request_savepoint,
         "cluster_info": cluster_info,
         "topology_info": needs_code(lambda a: core.topology_info(arg(a, "name", str)).to_wire(), "name"),
         "topology_details": needs_code(lambda a: core.topology_details(arg(a, "name", str)).to_wire(), "name"),
@@ -158,7 +162,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
 
 # Refused by a standby Nimbus (Storm's Nimbus.java assertIsLeader).
 WRITES = ("begin_upload", "upload_chunk", "submit", "kill", "activate", "deactivate", "rebalance",
-          "set_log_config")
+          "set_log_config", "request_savepoint")
 
 
 def _leader_only(fn: Callable[[dict], Any], require_leader: Callable[[], None]) -> Callable[[dict], Any]:

@@ -61,6 +61,9 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._reset_requested = False                  # a task's committed state is gone (STATE_LOST)
         self._retry_secs = 0.0                         # the back-off after failed steps (0: none)
         self._retry_at = 0.0
+        # What "every task afresh" goes back to: nothing, or the savepoint the topology started
+        # from (the memory provider's start directory: executor/state/memory.py)
+        self._start_tx: TxState = INITIAL
         # what the UI and metrics show (executor/checkpoint/stats.py reads them)
         self.last_committed_txid: int | None = None
         self.last_committed_at: float | None = None   # time.time()
@@ -105,12 +108,18 @@ class CheckpointSpout(SpoutAdapter, Spout):
             self._opener.state = None  # opened again, a second later
             return False
         self._state, self._tx = state, tx
+        start = getattr(state, "start_txid", None)
+        self._start_tx = INITIAL if start is None else TxState(start, COMMITTED)
         if raw is None:
             self._save(INITIAL)
         if tx.state == COMMITTED and tx.txid >= 0:
             self.last_committed_txid = tx.txid
         log.info("checkpoint spout %s: starting from %s", self._namespace, tx)
         return True
+
+    def savepoint_state(self):
+        """Its record, for a directory savepoint (executor/worker.py write_savepoint), or None."""
+        return self._state
 
     def next_tuple(self) -> None:
         if self._in_progress or (self._retry_secs and time.monotonic() < self._retry_at) or not self._try_open():
@@ -119,13 +128,13 @@ class CheckpointSpout(SpoutAdapter, Spout):
             if self._reset_requested:
                 # Start every task's state afresh: the ROLLBACK to "nothing committed" that
                 # follows resets each (protocol.restore_plan), spouts from their beginning.
-                if not self._save(INITIAL):
+                if not self._save(self._start_tx):
                     return
                 log.warning("checkpoint spout %s: a task's committed state is gone (the state provider keeps "
                             "nothing); every task of the topology starts its state afresh", self._namespace)
                 self._reset_requested = False
                 self._rolled_back = False
-                self.last_committed_txid = None
+                self.last_committed_txid = None if self._start_tx is INITIAL else self._start_tx.txid
             if self._exactly_once and not self._rolled_back and self._tx.state == COMMITTED:
                 # Roll back whatever was done since the last commit, not only a prepare.
                 if not self._save(TxState(self._tx.txid + 1, PREPARING)):

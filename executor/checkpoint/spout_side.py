@@ -59,6 +59,10 @@ class StatefulSpoutAdapter(SpoutAdapter):
         self.state = self._opener.open()
         return self.state is not None
 
+    def savepoint_state(self):
+        """The state a directory savepoint copies (executor/worker.py write_savepoint), or None."""
+        return self.state
+
     def next_tuple(self) -> None:
         if self.initialized:
             self.user.next_tuple()

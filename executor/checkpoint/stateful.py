@@ -133,6 +133,10 @@ class StatefulBoltAdapter(CheckpointHandler):
         self._tracking.allow_unanchored = self._window is not None and self._window.persistent
         self._open_state()
 
+    def savepoint_state(self):
+        """The state a directory savepoint copies (executor/worker.py write_savepoint), or None."""
+        return self.state
+
     def _open_state(self) -> bool:
         """The last committed state; an unreachable provider is reported and tried again at the
         next checkpoint action (the spout keeps recovering until every bolt has its state)."""

@@ -147,7 +147,7 @@ class SavepointStore:
                 if b"commit" in txids:
                     commits.setdefault(comp, set()).add(int(txids[b"commit"]))
                 states[comp][index] = committed
-            txid = _last_committed(records.get(0))
+            txid = last_committed(records.get(0))
             ahead = sorted(c for c, seen in commits.items() if txid is None or any(t != txid for t in seen))
             if txid is not None and txid >= 0 and not ahead:
                 snap = Snapshot(txid, {c: v for c, v in states.items() if c in commits})
@@ -261,7 +261,7 @@ class SavepointStore:
             log.info("topology %s: deleted %d keys of older state generations", topology, deleted)
         return deleted
 
-def _last_committed(record: TxState | None) -> int | None:
+def last_committed(record: TxState | None) -> int | None:
     """The checkpoint the record says is committed whole (None while one is being committed)."""
     if record is None:
         return None

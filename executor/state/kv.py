@@ -302,6 +302,19 @@ class KeyValueState:
         self._forget.clear()
         log.info("state %r: reset (nothing committed)", self.namespace)
 
+    def committed_stored(self) -> dict[bytes, bytes]:
+        """Every committed value as the provider stores them (msgpack keys and values): a
+        savepoint's copy of a state that keeps its committed values here (the memory provider)."""
+        return self._to_stored({ik: v for ik, v in self._cache.items() if v is not _ABSENT})
+
+    def load_committed(self, txid: int, stored) -> None:
+        """Set the committed values (msgpack keys and values) and txid, nothing prepared or
+        pending: a state started from a savepoint (the memory provider)."""
+        self._cache = {_ik_from_stored(ek): _from_stored(ev) for ek, ev in stored.items()}
+        self._pending, self._prepared, self._prepared_txid = {}, {}, None
+        self._committed_txid, self._complete = txid, True
+        self._forget.clear()
+
     def close(self) -> None:
         """Release the provider's connection (the state is not usable afterwards)."""
 

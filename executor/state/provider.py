@@ -76,7 +76,7 @@ def open_state(conf: Mapping[str, Any], namespace: str, index: int | None = None
     else:
         from executor.state.memory import InMemoryKeyValueState
 
-        state = InMemoryKeyValueState(namespace)
+        state = InMemoryKeyValueState(namespace, conf.get("topology.state.savepoint.dir"), index)
     log.debug("opened %r", state)
     return state
 

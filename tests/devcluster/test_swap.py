@@ -175,6 +175,75 @@ def test_a_savepoint_of_a_running_topology_is_where_a_later_submit_starts(
     assert "No savepoints" in storm_py("savepoints", "swapwc", "-c", conf[4], conf_dir=c.conf_dir, check=0).stdout
 
 
+def _spout_acked(conf_dir, name: str) -> int:
+    """The spout's tuples in committed checkpoints (exactly-once counts them as acked), all time."""
+    import yaml
+
+    from cluster_state.config import default_config
+    from daemons.rpc.client import client_from_conf
+
+    client = client_from_conf({**default_config(), **yaml.safe_load((conf_dir / "storm.yaml").read_text())})
+    try:
+        info = client.call("topology_info", name=name)
+    except Exception:
+        return 0
+    finally:
+        client.close()
+    return sum(int(c.get("acked") or 0) for c in info["components"] if c["id"] == "sentences")
+
+
+def test_a_memory_topology_is_swapped_through_a_savepoint_directory(tmp_path, shared_dev_cluster, spark_remote,
+                                                                    redis_server):
+    """The memory provider keeps state only in the workers: `swap --dir` has them write it at the
+    stopping checkpoint, and the new code (3 count tasks) starts from the directory: the same
+    table and counts as with Redis."""
+    sys.path.insert(0, str(FILES))
+    from swap_parts import sentence
+
+    c, table, spdir = shared_dev_cluster, tmp_path / "table", tmp_path / "savepoints"
+    conf = [*_conf(table, redis_server, spark_remote), "topology.state.provider=memory"]
+    submit(c.conf_dir, FILES / "words.py", "swapmem", *conf)
+    try:
+        wait_until(lambda: _spout_acked(c.conf_dir, "swapmem") >= N // 5, DEADLINE,
+                   lambda: f"{N // 5} sentences committed ({_spout_acked(c.conf_dir, 'swapmem')})", interval=0.5)
+        args = [a for kv in conf for a in ("-c", kv)]
+        out = storm_py("swap", "swapmem", str(FILES / "words_v2_p3.py"), *args, "--dir", str(spdir), "--wait", "120",
+                       conf_dir=c.conf_dir, check=0, timeout=240)
+        assert "swapped topology swapmem" in out.stdout, out
+        savepoint_id = out.stdout.rsplit("from savepoint ", 1)[1].split()[0]
+        listed = storm_py("savepoints", "swapmem", "--dir", str(spdir), conf_dir=c.conf_dir, check=0).stdout
+        assert savepoint_id in listed and "count x2" in listed, listed
+
+        def complete():
+            rows = _rows(table, spark_remote)
+            return rows if len({n for n, _w, _c in rows}) >= N else None
+
+        rows = wait_until(complete, DEADLINE, "every sentence in the table", interval=2)
+        # a savepoint of the running (new) topology, written by its workers
+        out = storm_py("savepoint", "swapmem", "--dir", str(spdir), conf_dir=c.conf_dir, check=0, timeout=180)
+        assert out.stdout.startswith("savepoint ") and "count x3" in out.stdout, out
+        listed = storm_py("savepoints", "swapmem", "--dir", str(spdir), conf_dir=c.conf_dir, check=0).stdout
+        assert len([ln for ln in listed.splitlines()[1:] if ln.strip()]) == 2, listed
+    finally:
+        storm_py("kill", "swapmem", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
+    per_sentence: dict[int, Counter] = defaultdict(Counter)
+    for n, word, _count in rows:
+        per_sentence[n][word] += 1
+    assert sorted(per_sentence) == list(range(1, N + 1))
+    rule = {}
+    for n, words in per_sentence.items():
+        once = Counter(sentence(n).split(" "))
+        assert words in (once, once + once), f"sentence {n}: rows {dict(words)}, its words {dict(once)}"
+        rule[n] = 1 if words == once else 2
+    cut = max(n for n, r in rule.items() if r == 1)
+    assert all(rule[n] == 2 for n in range(cut + 1, N + 1)) and N // 5 <= cut < N, cut
+    counts: dict[str, list[int]] = defaultdict(list)
+    for _n, word, count in rows:
+        counts[word].append(count)
+    for word, seen in counts.items():
+        assert sorted(seen) == list(range(1, len(seen) + 1)), f"{word}: counts {sorted(seen)[:20]}..."
+
+
 def test_swaps_that_cannot_keep_the_state_are_refused_and_the_topology_runs_on(
         tmp_path, shared_dev_cluster, redis_server, spark_remote):
     c, table = shared_dev_cluster, tmp_path / "table"

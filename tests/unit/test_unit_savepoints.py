@@ -12,7 +12,7 @@ from executor.checkpoint.protocol import COMMITTED, COMMITTING, PREPARING, TxSta
 from executor.grouping import FieldsGrouper
 from executor.savepoints.keyed import redistribute
 from executor.savepoints.plan import SavepointRefused, Shape, keyed_by, plan_moves
-from executor.savepoints.store import Manifest, _last_committed
+from executor.savepoints.store import Manifest, last_committed
 from executor.state.redis_kv import RedisKeys
 from executor.tuple import Fields
 
@@ -107,11 +107,11 @@ def test_a_manifest_survives_its_json():
     assert Manifest.from_json(m.to_json()) == m
 
 
-def test_the_last_committed_checkpoint_of_the_spouts_record():
-    assert _last_committed(TxState(7, COMMITTED)) == 7
-    assert _last_committed(TxState(8, PREPARING)) == 7
-    assert _last_committed(TxState(8, COMMITTING)) is None  # tasks may be either side of it
-    assert _last_committed(None) is None
+def test_thelast_committed_checkpoint_of_the_spouts_record():
+    assert last_committed(TxState(7, COMMITTED)) == 7
+    assert last_committed(TxState(8, PREPARING)) == 7
+    assert last_committed(TxState(8, COMMITTING)) is None  # tasks may be either side of it
+    assert last_committed(None) is None
 
 
 def test_a_generations_keys_name_the_task_index_not_its_id():
