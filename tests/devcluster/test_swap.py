@@ -224,6 +224,15 @@ def test_a_memory_topology_is_swapped_through_a_savepoint_directory(tmp_path, sh
         assert out.stdout.startswith("savepoint ") and "count x3" in out.stdout, out
         listed = storm_py("savepoints", "swapmem", "--dir", str(spdir), conf_dir=c.conf_dir, check=0).stdout
         assert len([ln for ln in listed.splitlines()[1:] if ln.strip()]) == 2, listed
+        # ... and a later submit from it: its spout starts at the savepoint's position (all sent)
+        later = out.stdout.split()[1]
+        storm_py("kill", "swapmem", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
+        wait_until(lambda: status_in_list(c.conf_dir, "swapmem") is None, DEADLINE, "the topology gone", interval=0.5)
+        out = storm_py("jar", "submit", str(FILES / "words_v2_p3.py"), "--name", "swapmem", "--from-savepoint", later,
+                       "--dir", str(spdir), *args, conf_dir=c.conf_dir, check=0, timeout=120)
+        assert f"from savepoint {later}" in out.stdout, out
+        wait_until(lambda: f"swapmem: started from savepoint {later}" in storm_py("list", conf_dir=c.conf_dir).stdout,
+                   DEADLINE, "the topology listed from its savepoint", interval=1)
     finally:
         storm_py("kill", "swapmem", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
     per_sentence: dict[int, Counter] = defaultdict(Counter)
