@@ -1,14 +1,16 @@
 """Savepoints and swaps of exactly-once topologies (Flink's savepoints on storm-py's checkpoints).
 
-A savepoint is one complete checkpoint of a topology whose state is in a durable provider
-(`redis`), copied under a name: every stateful task's committed values at one txid, with the
-components' parallelism. `storm-py swap` stops the spouts at a barrier, waits for the checkpoint
-behind it to commit, kills the old topology, keeps that checkpoint as a savepoint, writes it into
-a new generation of the topology's state (keyed state moved to the tasks the fields grouping now
-picks) and submits the new code under the same name, which starts from it.
+A savepoint is one complete checkpoint of a topology, kept under a name: every stateful task's
+committed values at one txid, with the components' parallelism; copied from Redis for the
+`redis` provider, written by the workers to a directory for `memory`. `storm-py swap` stops the
+spouts at a barrier, waits for the checkpoint behind it to commit, keeps that checkpoint as a
+savepoint, kills the old topology, writes the savepoint as the state the new code starts from
+(keyed state moved to the tasks the fields grouping now picks) and submits the new code under
+the same name.
 
 - plan.py   what may move where, and the refusals (pure)
 - keyed.py  keyed state redistributed by the fields grouping (pure)
-- store.py  the savepoints and generations in Redis
-- swap.py   the steps, against Nimbus and the store (daemons/cli_savepoint.py runs them)
+- store.py  the savepoints and state generations in Redis
+- files.py  savepoints in a directory, and the start directories the memory provider opens
+The steps, against Nimbus and a store, are daemons/swap.py's (the CLI: daemons/cli_savepoint.py).
 """
