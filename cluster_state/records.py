@@ -134,6 +134,11 @@ class StormBase:
         if self.savepoint_request is not None:
             _set(self, "savepoint_request", _mapping(self.savepoint_request, "StormBase.savepoint_request"))
 
+    @property
+    def inactive_note(self) -> str | None:
+        """Why an inactive topology is stopped, when the command that stopped it said (a swap)."""
+        return (self.topology_action_options or {}).get("note") if self.status == STATUS_INACTIVE else None
+
 
 @dataclass(frozen=True)
 class Assignment:

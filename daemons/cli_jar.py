@@ -201,7 +201,6 @@ def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_con
                     directory: str | None = None) -> dict:
     """Write savepoint `savepoint_id` as the state `name` starts from; the -c values saying so."""
     from daemons import swap as steps
-    from executor.savepoints.files import DirectoryStore
     from executor.savepoints.plan import SavepointRefused
     from executor.state.errors import StateUnavailableError
 
@@ -209,10 +208,11 @@ def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_con
         raise click.ClickException(f"topology {name!r} is running: kill it first, or replace it with "
                                    f"`storm-py swap {name} FILE`")
     try:
-        store = DirectoryStore(directory) if directory else steps.store_for(conf, topo_conf)
+        store = steps.store_for(conf, topo_conf, directory)
         steps.check_mode(name, topo_conf, "the", str(store.root) if directory else None)
         with store:
             manifest = store.manifest(name, savepoint_id)
-            return steps.start_from(store, manifest, store.load(manifest), shapes, topo_conf, allow_dropped_state)
+            states = steps.shaped(manifest, store.load(manifest), shapes, topo_conf, allow_dropped_state)
+            return steps.start_from(store, manifest, states, shapes)
     except (SavepointRefused, StateUnavailableError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -1,5 +1,5 @@
 """`storm-py savepoint`, `storm-py savepoints` and `storm-py swap` (daemons/swap.py runs them);
-`jar submit --from-savepoint` is in daemons/cli_jar.py and starts through `start_from_savepoint`."""
+`jar submit --from-savepoint` is in daemons/cli_jar.py and starts through daemons/swap.py too."""
 
 from __future__ import annotations
 
@@ -24,13 +24,6 @@ def _fail(exc: BaseException) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-def store_of(conf, topology_conf, directory: str | None):
-    """Where savepoints are: `directory` (memory provider) or the topology's Redis."""
-    from executor.savepoints.files import DirectoryStore
-
-    return DirectoryStore(directory) if directory else store_for(conf, topology_conf)
-
-
 @click.command()
 @click.argument("name")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
@@ -42,7 +35,7 @@ def savepoint(name, directory, conf):
     try:
         with NimbusSession(conf) as nimbus:
             run = running(nimbus, name)
-            with store_of(conf, run.details.conf, directory) as store:
+            with store_for(conf, run.details.conf, directory) as store:
                 if directory:
                     check_mode(name, run.details.conf, "the", str(store.root))
                     manifest, _snap = take_to_dir(nimbus, store, name, run, time.monotonic() + DEFAULT_WAIT_SECS)
@@ -67,7 +60,7 @@ def _shape_line(manifest) -> str:
 def savepoints(name, delete_id, directory, conf):
     """List the savepoints kept of topology NAME (in its Redis, from storm.yaml and -c, or in --dir)."""
     try:
-        with store_of(conf, {}, directory) as store:
+        with store_for(conf, {}, directory) as store:
             if delete_id:
                 store.delete(name, delete_id)
                 click.echo(f"deleted savepoint {delete_id} of topology {name}")
@@ -106,7 +99,7 @@ def swap(name, path, wait_secs, allow_dropped_state, directory, conf, overrides)
     with tempfile.TemporaryDirectory(prefix="storm-py-swap-") as tmp:
         package, shapes, new_conf = new_code(Path(path), conf, overrides, Path(tmp))
         try:
-            with NimbusSession(conf) as nimbus, store_of(conf, new_conf, directory) as store:
+            with NimbusSession(conf) as nimbus, store_for(conf, new_conf, directory) as store:
                 def submit(start_conf) -> str:
                     return submit_package(nimbus, package, name, {**overrides, **start_conf})
 

@@ -4,17 +4,20 @@ against Nimbus (a `Nimbus` seam: the CLI's session) and the savepoint store
 only orders the steps and says, in one line, where a failed swap left things.
 
 A swap (Flink's stop-with-savepoint, then a start from it):
-1. refusals first, nothing touched: the topology in exactly-once mode with the redis provider,
-   the new code's components able to take the state (plan.py), keyed state checked on a read of
-   the running state (keyed.py);
+1. refusals first, nothing touched: the topology in exactly-once mode, the new code's
+   components able to take the state (plan.py) and, with Redis, keyed state checked on a read
+   of the running state (keyed.py);
 2. deactivate: each stateful spout stops emitting and passes on the next checkpoint's barrier
    behind everything it sent (`quiet_since_txid` in its stats); once that checkpoint commits,
    the topology's state holds every tuple it read and nothing moves any more;
-3. kill it (at once: nothing is in flight) and read its state at its last commit;
-4. keep that as a savepoint, write it as a new generation of the topology's state (keyed state
-   moved to its new tasks), and submit the new code under the same name, which starts from it.
-If step 2 times out the old topology is activated again; after step 3 the savepoint is kept
-first, so a later failure leaves it to start from (`jar submit --from-savepoint`)."""
+3. keep that state as a savepoint: with Redis, kill the topology and read it at its last commit;
+   with the memory provider, where it lives only in the workers, have them write it to the
+   directory first (take_to_dir), check its move, then kill;
+4. write it as the state the new code starts from (keyed state moved to its new tasks) and
+   submit the new code under the same name.
+If step 2 times out, or (memory) the state cannot move, the old topology is activated again;
+once it is killed the savepoint is kept, so a later failure leaves it to start from (`jar submit
+--from-savepoint`)."""
 
 from __future__ import annotations
 
@@ -25,19 +28,17 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
 from daemons.answers.details import TopologyDetails, records_by_component
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, QUIET_SINCE, TxState
-from executor.savepoints import files
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, QUIET_SINCE
+from executor.savepoints import SAVEPOINT_DIR_KEY, SAVEPOINT_KEY, files
 from executor.savepoints.files import DirectoryStore
 from executor.savepoints.keyed import redistribute
 from executor.savepoints.plan import Move, SavepointRefused, Shape, keyed_by, plan_moves
-from executor.savepoints.store import Manifest, SavepointStore, Snapshot, last_committed, new_id
-from executor.state.codec import decode
+from executor.savepoints.store import Manifest, SavepointStore, Snapshot, last_committed, new_id, record_of
 from executor.state.provider import CONFIG_KEY
 from executor.structure import TopologyStructure
 
 log = logging.getLogger(__name__)
 
-SAVEPOINT_KEY = "topology.state.savepoint"   # the savepoint a topology started from (list, UI)
 POLL_SECS = 0.5
 
 
@@ -74,11 +75,15 @@ def structure_shapes(structure: TopologyStructure, conf: Mapping[str, Any]) -> d
             for cid, c in structure.components.items()}
 
 
-def store_for(client_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) -> SavepointStore:
-    """The savepoint store in the topology's redis provider: its config as the topology has it,
-    completed by the command's own (a password is a secret the topology's stored conf leaves out)."""
+def store_for(client_conf: Mapping[str, Any], topology_conf: Mapping[str, Any],
+              directory: str | None = None) -> SavepointStore | DirectoryStore:
+    """Where the savepoints are: `directory` (the memory provider's, --dir), else the topology's
+    Redis, its config as the topology has it completed by the command's own (a password is a
+    secret the topology's stored conf leaves out)."""
     from executor.state.redis_client import RedisSettings
 
+    if directory:
+        return DirectoryStore(directory)
     config = dict(topology_conf.get(CONFIG_KEY) or {})
     for key, value in (client_conf.get(CONFIG_KEY) or {}).items():
         config.setdefault(key, value)
@@ -136,8 +141,7 @@ def take_to_dir(nimbus: Nimbus, store: DirectoryStore, name: str, run: Running, 
             for comp, index in m["tasks"]:
                 txid, values = files.read_task(files.task_file(request, comp, index))
                 if comp == CHECKPOINT_COMPONENT:
-                    raw = values.get(files._TX_KEY)
-                    record = None if raw is None else TxState.from_wire(decode(raw))
+                    record = record_of(values)
                     continue
                 txids.add(txid)
                 states.setdefault(comp, [{} for _ in range(run.shapes[comp].tasks)])[index] = values
@@ -156,7 +160,7 @@ def mixed_hash(conf: Mapping[str, Any]) -> bool:
     return str(conf.get("topology.fields.grouping.hash", "mixed")).lower() != "crc32"
 
 
-def new_states(manifest: Manifest, snapshot: Snapshot, moves: Mapping[str, Move], new: Mapping[str, Shape],
+def new_states(snapshot: Snapshot, moves: Mapping[str, Move], new: Mapping[str, Shape],
                mixed: bool) -> dict[str, list[Mapping[bytes, bytes]]]:
     """Per component of the new topology, its tasks' state (index order)."""
     out: dict[str, list[Mapping[bytes, bytes]]] = {}
@@ -231,16 +235,18 @@ def wait_gone(nimbus: Nimbus, name: str, deadline: float) -> None:
     _poll(f"topology {name!r} to be removed", gone, deadline)
 
 
-SAVEPOINT_DIR_KEY = "topology.state.savepoint.dir"   # the memory provider's start directory
-
-
-def start_from(store: SavepointStore | DirectoryStore, manifest: Manifest, snapshot: Snapshot,
-               new: Mapping[str, Shape], conf: Mapping[str, Any], allow_dropped_state: bool) -> dict[str, Any]:
-    """Write the savepoint as the state `manifest.topology` starts from, shaped for `new`
-    (refusals first: nothing written then): in Redis a new generation (named by the savepoint's
-    id), in a directory a start directory. The topology config that says so."""
+def shaped(manifest: Manifest, snapshot: Snapshot, new: Mapping[str, Shape], conf: Mapping[str, Any],
+           allow_dropped_state: bool) -> dict[str, list[Mapping[bytes, bytes]]]:
+    """The savepoint's state shaped for the new code `new`; SavepointRefused if it cannot be."""
     moves = plan_moves(manifest.components, set(manifest.stateful), new, allow_dropped_state)
-    states = new_states(manifest, snapshot, moves, new, mixed_hash(conf))
+    return new_states(snapshot, moves, new, mixed_hash(conf))
+
+
+def start_from(store: SavepointStore | DirectoryStore, manifest: Manifest, states: Mapping[str, list],
+               new: Mapping[str, Shape]) -> dict[str, Any]:
+    """Write `states` (shaped()) as the state `manifest.topology` starts from: in Redis a new
+    generation (named by the savepoint's id), in a directory a start directory. The topology
+    config that says so."""
     checkpoint = new.get(CHECKPOINT_COMPONENT)
     tasks = checkpoint.tasks if checkpoint else 1
     if isinstance(store, DirectoryStore):
@@ -263,9 +269,7 @@ def swap(nimbus: Nimbus, store: SavepointStore | DirectoryStore, name: str, new:
         return _swap_from_workers(nimbus, store, name, run, new, new_conf, submit, deadline, allow_dropped_state, say)
     # Refusals before anything stops: the plan, and the keyed state's move on a read of it now.
     probe = store.snapshot(name, run.tasks)
-    probe_manifest = Manifest("probe", name, time.time(), probe.txid, run.shapes, tuple(sorted(probe.states)))
-    moves = plan_moves(run.shapes, set(probe.states), new, allow_dropped_state)
-    new_states(probe_manifest, probe, moves, new, mixed_hash(new_conf))
+    new_states(probe, plan_moves(run.shapes, set(probe.states), new, allow_dropped_state), new, mixed_hash(new_conf))
     say(f"stopping topology {name!r} at a checkpoint")
     txid = stop_at_barrier(nimbus, name, deadline)
     nimbus.call("kill", name=name, wait_secs=0)
@@ -276,17 +280,18 @@ def swap(nimbus: Nimbus, store: SavepointStore | DirectoryStore, name: str, new:
                                f"lists it; nothing else was changed: submit the new code once it is gone") from None
     manifest, snap = take(store, name, run, started_from=run.details.id)
     say(f"topology {name!r} stopped at checkpoint {snap.txid}; kept as savepoint {manifest.id}")
-    return manifest, _start(store, manifest, snap, name, new, new_conf, submit, allow_dropped_state, "")
-
-
-def _start(store, manifest: Manifest, snap: Snapshot, name: str, new, new_conf, submit, allow_dropped_state: bool,
-           dir_option: str) -> str:
     try:
-        return submit(start_from(store, manifest, snap, new, new_conf, allow_dropped_state))
+        return manifest, submit(start_from(store, manifest, shaped(manifest, snap, new, new_conf, allow_dropped_state),
+                                           new))
     except Exception as exc:
-        raise SavepointRefused(f"{exc} (topology {name!r} is stopped; its state is savepoint {manifest.id}: "
-                               f"`storm-py jar submit FILE --name {name} --from-savepoint {manifest.id}{dir_option}` "
-                               f"starts from it)") from None
+        raise _kept(exc, name, manifest, "") from None
+
+
+def _kept(exc: Exception, name: str, manifest: Manifest, dir_option: str) -> SavepointRefused:
+    """A failure after the kill, in one line with the savepoint to start from."""
+    return SavepointRefused(f"{exc} (topology {name!r} is stopped; its state is savepoint {manifest.id}: "
+                            f"`storm-py jar submit FILE --name {name} --from-savepoint {manifest.id}{dir_option}` "
+                            f"starts from it)")
 
 
 def _swap_from_workers(nimbus: Nimbus, store: DirectoryStore, name: str, run: Running, new, new_conf, submit,
@@ -298,8 +303,7 @@ def _swap_from_workers(nimbus: Nimbus, store: DirectoryStore, name: str, run: Ru
     txid = stop_at_barrier(nimbus, name, deadline)
     try:
         manifest, snap = take_to_dir(nimbus, store, name, run, deadline, started_from=run.details.id)
-        moves = plan_moves(manifest.components, set(manifest.stateful), new, allow_dropped_state)
-        new_states(manifest, snap, moves, new, mixed_hash(new_conf))
+        states = shaped(manifest, snap, new, new_conf, allow_dropped_state)
     except SavepointRefused as exc:
         nimbus.call("activate", name=name)
         raise SavepointRefused(f"{exc}; topology {name!r} was activated again and runs as before") from None
@@ -312,6 +316,8 @@ def _swap_from_workers(nimbus: Nimbus, store: DirectoryStore, name: str, run: Ru
         raise SavepointRefused(f"topology {name!r} was stopped and killed, but Nimbus still lists it; its state is "
                                f"savepoint {manifest.id} in {store.root}: submit the new code from it once it is "
                                f"gone") from None
-    return manifest, _start(store, manifest, snap, name, new, new_conf, submit, allow_dropped_state,
-                            f" --dir {store.root}")
+    try:
+        return manifest, submit(start_from(store, manifest, states, new))
+    except Exception as exc:
+        raise _kept(exc, name, manifest, f" --dir {store.root}") from None
 

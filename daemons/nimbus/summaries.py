@@ -11,14 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from cluster_state.records import (
-    STATUS_INACTIVE,
-    Assignment,
-    ErrorInfo,
-    StormBase,
-    SupervisorInfo,
-    is_memory_kill,
-)
+from cluster_state.records import Assignment, ErrorInfo, StormBase, SupervisorInfo, is_memory_kill
 from daemons.answers.cluster import ClusterInfo, SupervisorRow, TopologyProblem, TopologyRow
 from daemons.answers.details import (
     ComponentEntry,
@@ -33,6 +26,7 @@ from daemons.nimbus import health
 from daemons.nimbus.liveness import Seen
 from executor.checkpoint.stall import checkpoint_stall
 from executor.layout import TopologyLayout
+from executor.savepoints import SAVEPOINT_KEY
 from executor.structure import ComponentStructure
 
 
@@ -117,8 +111,7 @@ def cluster_summary(topologies: Sequence[TopologyFacts], sups: Mapping[str, Supe
             num_workers=len(slots), num_executors=len(enp), uptime_secs=int(now - base.launch_time_secs),
             owner=base.owner or "", requested_workers=base.num_workers, slots=tuple(sorted(slots)),
             live_workers=h.live_workers, recent_restarts=h.recent_restarts, last_error=h.last_error,
-            checkpoint_stall=_stall(t, now), savepoint=(t.conf or {}).get("topology.state.savepoint"),
-            note=(base.topology_action_options or {}).get("note") if base.status == STATUS_INACTIVE else None))
+            checkpoint_stall=_stall(t, now), savepoint=(t.conf or {}).get(SAVEPOINT_KEY), note=base.inactive_note))
     supervisors = tuple(SupervisorRow(
         id=sid, host=info.hostname, slots=len(info.meta), used=len(used.get(sid, ())), ports=tuple(info.meta),
         uptime_secs=info.uptime_secs, version=info.version or "", logviewer_port=info.logviewer_port,
@@ -183,4 +176,4 @@ def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: fl
         worker_restarts=restarts, worker_deaths=tuple(deaths), launch_time_secs=base.launch_time_secs,
         uptime_secs=int(now - base.launch_time_secs), requested_workers=base.num_workers, now_secs=int(now),
         conf=dict(f.conf), components=tuple(components), executors=tuple(executors), errors=errors,
-        note=(base.topology_action_options or {}).get("note") if base.status == STATUS_INACTIVE else None)
+        note=base.inactive_note)

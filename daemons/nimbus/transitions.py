@@ -283,7 +283,7 @@ def state_from_base(topology_id: str, base: StormBase, message_timeout_secs: flo
         deadline_secs=opts.get("deadline_secs"), wait_secs=opts.get("wait_secs"),
         rebalance_num_workers=opts.get("num_workers"),
         rebalance_executors=None if executors is None else dict(executors),
-        note=opts.get("note") if base.status == STATUS_INACTIVE else None)
+        note=base.inactive_note)
 
 
 def apply_to_base(base: StormBase, state: TopologyState) -> StormBase:

@@ -41,6 +41,7 @@ from executor.checkpoint.protocol import (
 from executor.checkpoint.stall import checkpoint_stall as stall_line
 from executor.layout import ACKER_COMPONENT
 from executor.package import masked
+from executor.savepoints import SAVEPOINT_KEY
 from executor.stats_record import ExecutorStats
 from executor.stats_windows import ALL_TIME, WINDOW_NAMES, window_pretty
 from executor.tuple import is_system_id
@@ -360,7 +361,7 @@ def _checkpoints(topo: _Topo, now: float) -> dict | None:
             "commitLatencyMaxMs": ms("commit_latency_max_ms"), "rollbacks": int(extra.get("rollbacks") or 0),
             "recovering": bool(extra.get("recovering", True)),
             # the savepoint it started from (storm-py swap, jar submit --from-savepoint)
-            "startedFromSavepoint": topo.details.conf.get("topology.state.savepoint")}
+            "startedFromSavepoint": topo.details.conf.get(SAVEPOINT_KEY)}
 
 
 def _alignment_histogram(aligned: list[dict]) -> dict:

@@ -19,7 +19,8 @@ ROLLBACK = "ROLLBACK"
 INITSTATE = "INITSTATE"
 ACTIONS = (PREPARE, COMMIT, ROLLBACK, INITSTATE)
 
-# The checkpoint spout's own record of the transaction in progress.
+# The checkpoint spout's own record of the transaction in progress, kept in its state under this key.
+TX_RECORD_KEY = "__state"
 COMMITTED = "COMMITTED"
 PREPARING = "PREPARING"
 COMMITTING = "COMMITTING"

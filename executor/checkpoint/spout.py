@@ -19,6 +19,7 @@ from executor.checkpoint.protocol import (
     INITIAL,
     PREPARING,
     STATE_LOST,
+    TX_RECORD_KEY,
     TxState,
     state_namespace,
 )
@@ -27,7 +28,6 @@ from executor.components import Spout
 
 log = logging.getLogger(__name__)
 
-_TX_KEY = "__state"
 _MIN_INTERVAL_MS = 100       # as Storm: a shorter interval is raised to this
 # After a step failed (a hook that raises, a provider away), the next waits, doubling up to the
 # cap: a step failing every time must not flood the topology with checkpoint tuples.
@@ -101,7 +101,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
         try:
             if state.prepared_txid() is not None:
                 state.rollback()  # a save cut short: its record was never the spout's
-            raw = state.get(_TX_KEY)
+            raw = state.get(TX_RECORD_KEY)
             tx = INITIAL if raw is None else TxState.from_wire(raw)
         except Exception as exc:
             self._report(exc)
@@ -230,7 +230,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
         """Record the transaction state durably before acting on it; if the provider is away the
         spout recovers (and so retries) once it is back."""
         try:
-            self._state.put(_TX_KEY, tx.to_wire())
+            self._state.put(TX_RECORD_KEY, tx.to_wire())
             # its own sequence for the provider's txid: rises across restarts, unlike the txid
             self._save_seq = max(self._save_seq + 1, time.time_ns())
             self._state.prepare_commit(self._save_seq)

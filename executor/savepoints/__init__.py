@@ -14,3 +14,8 @@ the same name.
 - files.py  savepoints in a directory, and the start directories the memory provider opens
 The steps, against Nimbus and a store, are daemons/swap.py's (the CLI: daemons/cli_savepoint.py).
 """
+
+# The topology config a start from a savepoint sets: which savepoint (storm-py list, the UI), and
+# for the memory provider the start directory its tasks load (executor/state/memory.py).
+SAVEPOINT_KEY = "topology.state.savepoint"
+SAVEPOINT_DIR_KEY = "topology.state.savepoint.dir"

@@ -23,10 +23,9 @@ from urllib.parse import quote
 
 import msgpack
 
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, COMMITTED, TxState
-from executor.savepoints.store import Manifest, Snapshot
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.savepoints.store import Manifest, Snapshot, checkpoint_record
 
-_TX_KEY = msgpack.packb("__state")
 START = "start.json"
 MANIFEST = "manifest.json"
 WORKERS = "workers"
@@ -134,7 +133,7 @@ class DirectoryStore:
         for comp, per_task in states.items():
             for index, values in enumerate(per_task):
                 write_task(d, comp, index, manifest.txid, values)
-        record = {_TX_KEY: msgpack.packb(TxState(manifest.txid, COMMITTED).to_wire(), use_bin_type=True)}
+        record = checkpoint_record(manifest.txid)
         for index in range(checkpoint_tasks):
             write_task(d, CHECKPOINT_COMPONENT, index, manifest.txid, record)
         _atomic(d / START, json.dumps({"txid": manifest.txid, "savepoint": manifest.id}).encode())

@@ -2,7 +2,7 @@
 topology name holds no ':' nor '/', so none of these is a task's state key):
 
 - `P:NAME:savepoints`: hash, savepoint id -> its manifest (JSON: id, topology, time, txid,
-  components with kind, tasks and the fields they are keyed by, generation it was read from);
+  components with kind, tasks and the fields they are keyed by, the run a swap stopped);
 - `P:NAME:savepoint:ID:COMPONENT#INDEX`: hash, one task's committed values at the savepoint's txid;
 - `P:NAME:generation`: string, the generation the topology's tasks open (executor/state/redis_kv.py),
   written last by `restore`, so that a start from a savepoint either happened whole or not at all.
@@ -18,9 +18,11 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, COMMITTED, PREPARING, TxState
+import msgpack
+
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, COMMITTED, PREPARING, TX_RECORD_KEY, TxState
 from executor.savepoints.plan import SavepointRefused, Shape
 from executor.state.codec import decode
 from executor.state.redis_client import RedisSettings, connect, unavailable
@@ -29,7 +31,18 @@ from executor.state.redis_kv import RedisKeys, generation_key
 log = logging.getLogger(__name__)
 
 KEEP_GENERATIONS = 2  # the running one and the one it started from
-_TX_KEY = b"\xa7__state"  # msgpack of "__state": the checkpoint spout's record (executor/checkpoint/spout.py)
+_RECORD_KEY = msgpack.packb(TX_RECORD_KEY, use_bin_type=True)  # as the checkpoint spout's state stores it
+
+
+def checkpoint_record(txid: int) -> dict[bytes, bytes]:
+    """The checkpoint spout's committed values saying checkpoint `txid` is committed (a start)."""
+    return {_RECORD_KEY: msgpack.packb(TxState(txid, COMMITTED).to_wire(), use_bin_type=True)}
+
+
+def record_of(committed: Mapping[bytes, bytes]) -> TxState | None:
+    """The checkpoint spout's record in its committed values (None: it has none yet)."""
+    raw = committed.get(_RECORD_KEY)
+    return None if raw is None else TxState.from_wire(decode(raw))
 
 
 @dataclass(frozen=True)
@@ -111,7 +124,7 @@ class SavepointStore:
                   task: int | None) -> RedisKeys:
         """The keys a task's state lives under (executor/state/redis_kv.py)."""
         if generation:
-            return RedisKeys.of(self.settings.key_prefix, f"{topology}/{component}-0", generation, index)
+            return RedisKeys.in_generation(self.settings.key_prefix, topology, component, generation, index)
         if task is None:
             raise ValueError(f"{topology}/{component}#{index}: the first generation's keys need the task id")
         return RedisKeys.of(self.settings.key_prefix, f"{topology}/{component}-{task}")
@@ -140,9 +153,7 @@ class SavepointStore:
             commits: dict[str, set[int]] = {}
             for (comp, index, _task), txids, committed in zip(slots, answers[0::2], answers[1::2]):
                 if comp == CHECKPOINT_COMPONENT:
-                    raw = committed.get(_TX_KEY)
-                    if raw is not None:
-                        records[index] = TxState.from_wire(decode(raw))
+                    records[index] = record_of(committed)
                     continue
                 if b"commit" in txids:
                     commits.setdefault(comp, set()).add(int(txids[b"commit"]))
@@ -219,7 +230,7 @@ class SavepointStore:
         """Write `states` (component -> per new task index) as generation `generation` committed
         at `txid`, the checkpoint spout's record COMMITTED at `txid`, then point the topology at
         the generation (last: until then its tasks open the generation before)."""
-        record = {_TX_KEY: _packed(TxState(txid, COMMITTED).to_wire())}
+        record = checkpoint_record(txid)
         seq = str(time.time_ns())  # the checkpoint spout's own save sequence (executor/checkpoint/spout.py)
 
         def write():
@@ -276,8 +287,3 @@ def _glob_literal(text: str) -> str:
     """`text` matched literally in a Redis SCAN pattern."""
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
-
-def _packed(value: Any) -> bytes:
-    import msgpack
-
-    return msgpack.packb(value, use_bin_type=True)

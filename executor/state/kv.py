@@ -71,6 +71,13 @@ def _ik_from_stored(ek: bytes) -> Any:
 _SCALARS = frozenset({str, int, float, bool, bytes})
 
 
+def namespace_parts(namespace: str) -> tuple[str, str]:
+    """(topology, component) of a task's namespace `topology/component-task` (the inverse of
+    executor/checkpoint/protocol.py state_namespace; component ids may hold '-', task ids not)."""
+    topology, _, rest = namespace.partition("/")
+    return topology, rest.rpartition("-")[0]
+
+
 class KeyValueState:
     """A component's key-value state; keys and values are anything msgpack can carry.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from executor.state.kv import KeyValueState
+from executor.state.kv import KeyValueState, namespace_parts
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class InMemoryKeyValueState(KeyValueState):
 
             self.start_txid = start_txid(start_dir)
             if self.start_txid is not None:
-                component = namespace.partition("/")[2].rpartition("-")[0]
+                component = namespace_parts(namespace)[1]
                 self._start = task_file(start_dir, component, 0 if index is None else index)
                 self._load()
 

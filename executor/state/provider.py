@@ -65,7 +65,8 @@ def probe_provider(conf: Mapping[str, Any]) -> str | None:
 
 def open_state(conf: Mapping[str, Any], namespace: str, index: int | None = None) -> KeyValueState:
     """The state of `namespace` (`name/component-task`; `index`: the task's index in its
-    component) as last committed (with a txid prepared and not committed, if the provider kept one). Raises InvalidTopologyError for bad settings, StateUnavailableError
+    component) as last committed (with a txid prepared and not committed, if the provider kept
+    one). Raises InvalidTopologyError for bad settings, StateUnavailableError
     when the provider cannot be reached."""
     name, config = _provider(conf), _config(conf)
     if name == "redis":
@@ -74,9 +75,10 @@ def open_state(conf: Mapping[str, Any], namespace: str, index: int | None = None
 
         state: KeyValueState = RedisKeyValueState.open(namespace, RedisSettings.from_config(config), index)
     else:
+        from executor.savepoints import SAVEPOINT_DIR_KEY
         from executor.state.memory import InMemoryKeyValueState
 
-        state = InMemoryKeyValueState(namespace, conf.get("topology.state.savepoint.dir"), index)
+        state = InMemoryKeyValueState(namespace, conf.get(SAVEPOINT_DIR_KEY), index)
     log.debug("opened %r", state)
     return state
 

@@ -43,7 +43,7 @@ from itertools import islice
 from typing import Any, Callable, Iterable, Mapping
 
 from executor.state.errors import StateTransactionError
-from executor.state.kv import KeyValueState
+from executor.state.kv import KeyValueState, namespace_parts
 from executor.state.redis_client import RedisSettings, connect, unavailable
 
 log = logging.getLogger(__name__)
@@ -95,14 +95,18 @@ class RedisKeys:
         if generation:
             if index is None:
                 raise ValueError(f"state {namespace!r}: a generation's keys need the task's index")
-            name, _, rest = namespace.partition("/")
-            namespace = generation_namespace(name, generation, rest.rpartition("-")[0], index)
-        base = f"{key_prefix}:{namespace}"
+            return cls.in_generation(key_prefix, *namespace_parts(namespace), generation, index)
+        return cls._at(f"{key_prefix}:{namespace}")
+
+    @classmethod
+    def in_generation(cls, key_prefix: str, topology: str, component: str, generation: str,
+                      index: int) -> "RedisKeys":
+        """The keys of task `index` of `component` in a generation of `topology`'s state."""
+        return cls._at(f"{key_prefix}:{topology}:{generation}/{component}#{int(index)}")
+
+    @classmethod
+    def _at(cls, base: str) -> "RedisKeys":
         return cls(f"{base}:committed", f"{base}:prepared", f"{base}:txid")
-
-
-def generation_namespace(topology: str, generation: str, component: str, index: int) -> str:
-    return f"{topology}:{generation}/{component}#{int(index)}"
 
 
 def generation_key(key_prefix: str, topology: str) -> str:
@@ -130,7 +134,7 @@ class RedisKeyValueState(KeyValueState):
     @classmethod
     def open(cls, namespace: str, settings: RedisSettings, index: int | None = None) -> "RedisKeyValueState":
         client = connect(settings)
-        gen_key = generation_key(settings.key_prefix, namespace.partition("/")[0])
+        gen_key = generation_key(settings.key_prefix, namespace_parts(namespace)[0])
 
         def read_generation():
             raw = client.get(gen_key)
