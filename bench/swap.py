@@ -64,30 +64,9 @@ def committed(dev: DevCluster) -> int:
     return sum(int(c.get("acked") or 0) for c in info["components"] if c["id"] == "sentences")
 
 
-def memory_round(dev: DevCluster, rule_to: int, conf: list[str], directory: Path) -> dict:
-    before = committed(dev)
-    wait_until(lambda: committed(dev) > before + 1000, "the running topology to move on", 120, dev)
-    t0 = time.monotonic()
-    proc = cli(dev, "swap", NAME, str(FILES / f"words_v{rule_to}.py"), *conf, "--dir", str(directory))
-    stopped_at = None
-    for line in proc.stdout:
-        if " stopped at checkpoint " in line:
-            stopped_at = time.monotonic() - t0
-    proc.wait(timeout=300)
-    command = time.monotonic() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"storm-py swap exited {proc.returncode}: {proc.stderr.read().strip()}")
-    wait_until(lambda: committed(dev) > 0, "the new code to commit progress", 120, dev)
-    return {"bench": "swap", "provider": "memory", "to_rule": rule_to, "command_secs": round(command, 2),
-            "stopped_at_barrier_secs": None if stopped_at is None else round(stopped_at, 2),
-            "to_new_code_processing_secs": round(time.monotonic() - t0, 2)}
-
-
-def one_round(dev: DevCluster, client, rule_to: int, conf: list[str]) -> dict:
-    generation = client.get(f"storm-py:{NAME}:generation")
-    before = position(client, generation.decode() if generation else None)
-    wait_until(lambda: position(client, generation.decode() if generation else None) > before + 1000,
-               "the running topology to move on", 120, dev)
+def run_swap(dev: DevCluster, rule_to: int, conf: list[str]) -> tuple[float, float, float | None]:
+    """`storm-py swap` to split rule `rule_to`: (its start, its seconds, when it said the spouts
+    had stopped at a committed checkpoint)."""
     t0 = time.monotonic()
     proc = cli(dev, "swap", NAME, str(FILES / f"words_v{rule_to}.py"), *conf)
     stopped_at = None
@@ -95,15 +74,35 @@ def one_round(dev: DevCluster, client, rule_to: int, conf: list[str]) -> dict:
         if " stopped at checkpoint " in line:
             stopped_at = time.monotonic() - t0
     proc.wait(timeout=300)
-    command = time.monotonic() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"storm-py swap exited {proc.returncode}: {proc.stderr.read().strip()}")
+    return t0, time.monotonic() - t0, stopped_at
+
+
+def _line(rule_to: int, t0: float, command: float, stopped_at: float | None, **more) -> dict:
+    return {"bench": "swap", **more, "to_rule": rule_to, "command_secs": round(command, 2),
+            "stopped_at_barrier_secs": None if stopped_at is None else round(stopped_at, 2),
+            "to_new_code_processing_secs": round(time.monotonic() - t0, 2)}
+
+
+def memory_round(dev: DevCluster, rule_to: int, conf: list[str], directory: Path) -> dict:
+    before = committed(dev)
+    wait_until(lambda: committed(dev) > before + 1000, "the running topology to move on", 120, dev)
+    t0, command, stopped_at = run_swap(dev, rule_to, [*conf, "--dir", str(directory)])
+    wait_until(lambda: committed(dev) > 0, "the new code to commit progress", 120, dev)
+    return _line(rule_to, t0, command, stopped_at, provider="memory")
+
+
+def one_round(dev: DevCluster, client, rule_to: int, conf: list[str]) -> dict:
+    generation = client.get(f"storm-py:{NAME}:generation")
+    before = position(client, generation.decode() if generation else None)
+    wait_until(lambda: position(client, generation.decode() if generation else None) > before + 1000,
+               "the running topology to move on", 120, dev)
+    t0, command, stopped_at = run_swap(dev, rule_to, conf)
     new_gen = client.get(f"storm-py:{NAME}:generation").decode()
     base = position(client, new_gen)  # the savepoint's position, written before the submit
     wait_until(lambda: position(client, new_gen) > base, "the new code to commit progress", 120, dev)
-    return {"bench": "swap", "to_rule": rule_to, "command_secs": round(command, 2),
-            "stopped_at_barrier_secs": None if stopped_at is None else round(stopped_at, 2),
-            "to_new_code_processing_secs": round(time.monotonic() - t0, 2), "savepoint_position": base}
+    return _line(rule_to, t0, command, stopped_at, savepoint_position=base)
 
 
 def main(argv=None) -> int:

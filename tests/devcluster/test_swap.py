@@ -24,6 +24,9 @@ pytestmark = [pytest.mark.timeout(480), pytest.mark.zk, pytest.mark.cluster, pyt
               pytest.mark.redis, pytest.mark.slow]
 
 FILES = Path(__file__).parent / "swap"
+sys.path.insert(0, str(FILES))
+from swap_parts import sentence  # noqa: E402  (what the spout emits)
+
 N, RATE = 3000, 150   # ~20 s of sentences: the swap comes mid-way
 DEADLINE = 240
 
@@ -66,40 +69,16 @@ def _rows(table: Path, spark_remote) -> list[tuple[int, str, int]]:
     return [tuple(r) for r in json.loads(out.stdout.strip().splitlines()[-1])]
 
 
-def _swap(conf_dir, file: str, *conf: str, check: int):
-    args = [a for kv in conf for a in ("-c", kv)]
-    return storm_py("swap", "swapwc", str(FILES / file), *args, "--wait", "120", conf_dir=conf_dir, check=check,
-                    timeout=240)
+def _complete(table: Path, spark_remote) -> list | None:
+    """The table's rows once every sentence is in it."""
+    rows = _rows(table, spark_remote)
+    return rows if len({n for n, _w, _c in rows}) >= N else None
 
 
-def test_swap_to_a_new_split_rule_and_three_count_tasks_counts_each_sentence_once(
-        tmp_path, shared_dev_cluster, redis_server, spark_remote):
-    sys.path.insert(0, str(FILES))
-    from swap_parts import sentence
-
-    c, table = shared_dev_cluster, tmp_path / "table"
-    conf = _conf(table, redis_server, spark_remote)
-    submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
-    try:
-        wait_until(lambda: _emitted(redis_server, "swapwc") >= N // 5, DEADLINE,
-                   lambda: f"{N // 5} sentences committed ({_emitted(redis_server, 'swapwc')})", interval=0.5)
-        out = _swap(c.conf_dir, "words_v2_p3.py", *conf, check=0)
-        assert "swapped topology swapwc" in out.stdout and "from savepoint" in out.stdout, out
-        at_swap = _emitted(redis_server, "swapwc")
-        assert at_swap < N, f"the swap came after the last sentence ({at_swap}): not under load"
-        listed = storm_py("savepoints", "swapwc", "-c", conf[4], conf_dir=c.conf_dir, check=0).stdout
-        assert "count x2" in listed, listed
-        savepoint_id = out.stdout.rsplit("from savepoint ", 1)[1].split()[0]
-        assert f"swapwc: started from savepoint {savepoint_id}" in storm_py("list", conf_dir=c.conf_dir).stdout
-        wait_until(lambda: _emitted(redis_server, "swapwc") >= N, DEADLINE,
-                   lambda: f"all {N} sentences committed ({_emitted(redis_server, 'swapwc')})", interval=0.5)
-        def complete():
-            rows = _rows(table, spark_remote)
-            return rows if len({n for n, _w, _c in rows}) >= N else None
-
-        rows = wait_until(complete, DEADLINE, "every sentence in the table", interval=1)
-    finally:
-        storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
+def _assert_each_sentence_once_and_counts_continue(rows) -> None:
+    """Every sentence 1..N in the table exactly once, by the old rule (each word once) up to a cut
+    after the first N/5 and by the new one (each word twice) after it, and every word's counts
+    1, 2, 3, ... with no gap and no repeat."""
     per_sentence: dict[int, Counter] = defaultdict(Counter)
     for n, word, _count in rows:
         per_sentence[n][word] += 1
@@ -120,6 +99,36 @@ def test_swap_to_a_new_split_rule_and_three_count_tasks_counts_each_sentence_onc
         assert sorted(seen) == list(range(1, len(seen) + 1)), f"{word}: counts {sorted(seen)[:20]}..."
 
 
+def _swap(conf_dir, file: str, *conf: str, check: int):
+    args = [a for kv in conf for a in ("-c", kv)]
+    return storm_py("swap", "swapwc", str(FILES / file), *args, "--wait", "120", conf_dir=conf_dir, check=check,
+                    timeout=240)
+
+
+def test_swap_to_a_new_split_rule_and_three_count_tasks_counts_each_sentence_once(
+        tmp_path, shared_dev_cluster, redis_server, spark_remote):
+    c, table = shared_dev_cluster, tmp_path / "table"
+    conf = _conf(table, redis_server, spark_remote)
+    submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
+    try:
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= N // 5, DEADLINE,
+                   lambda: f"{N // 5} sentences committed ({_emitted(redis_server, 'swapwc')})", interval=0.5)
+        out = _swap(c.conf_dir, "words_v2_p3.py", *conf, check=0)
+        assert "swapped topology swapwc" in out.stdout and "from savepoint" in out.stdout, out
+        at_swap = _emitted(redis_server, "swapwc")
+        assert at_swap < N, f"the swap came after the last sentence ({at_swap}): not under load"
+        listed = storm_py("savepoints", "swapwc", "-c", conf[4], conf_dir=c.conf_dir, check=0).stdout
+        assert "count x2" in listed, listed
+        savepoint_id = out.stdout.rsplit("from savepoint ", 1)[1].split()[0]
+        assert f"swapwc: started from savepoint {savepoint_id}" in storm_py("list", conf_dir=c.conf_dir).stdout
+        wait_until(lambda: _emitted(redis_server, "swapwc") >= N, DEADLINE,
+                   lambda: f"all {N} sentences committed ({_emitted(redis_server, 'swapwc')})", interval=0.5)
+        rows = wait_until(lambda: _complete(table, spark_remote), DEADLINE, "every sentence in the table", interval=1)
+    finally:
+        storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
+    _assert_each_sentence_once_and_counts_continue(rows)
+
+
 def _words_counted(redis_server, name: str, generation: str) -> dict[str, int]:
     client = redis_server.client()
     try:
@@ -137,9 +146,6 @@ def test_a_savepoint_of_a_running_topology_is_where_a_later_submit_starts(
     """`storm-py savepoint` while it runs, kill, `jar submit --from-savepoint` with the other split
     rule: every word's count is exactly that of the savepoint's sentences by the old rule plus
     the later sentences by the new one (what ran between the savepoint and the kill is not counted)."""
-    sys.path.insert(0, str(FILES))
-    from swap_parts import sentence
-
     c, table = shared_dev_cluster, tmp_path / "table"
     conf = _conf(table, redis_server, spark_remote)
     submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
@@ -197,9 +203,6 @@ def test_a_memory_topology_is_swapped_through_a_savepoint_directory(tmp_path, sh
     """The memory provider keeps state only in the workers: `swap --dir` has them write it at the
     stopping checkpoint, and the new code (3 count tasks) starts from the directory: the same
     table and counts as with Redis."""
-    sys.path.insert(0, str(FILES))
-    from swap_parts import sentence
-
     c, table, spdir = shared_dev_cluster, tmp_path / "table", tmp_path / "savepoints"
     conf = [*_conf(table, redis_server, spark_remote), "topology.state.provider=memory"]
     submit(c.conf_dir, FILES / "words.py", "swapmem", *conf)
@@ -214,11 +217,7 @@ def test_a_memory_topology_is_swapped_through_a_savepoint_directory(tmp_path, sh
         listed = storm_py("savepoints", "swapmem", "--dir", str(spdir), conf_dir=c.conf_dir, check=0).stdout
         assert savepoint_id in listed and "count x2" in listed, listed
 
-        def complete():
-            rows = _rows(table, spark_remote)
-            return rows if len({n for n, _w, _c in rows}) >= N else None
-
-        rows = wait_until(complete, DEADLINE, "every sentence in the table", interval=2)
+        rows = wait_until(lambda: _complete(table, spark_remote), DEADLINE, "every sentence in the table", interval=2)
         # a savepoint of the running (new) topology, written by its workers
         out = storm_py("savepoint", "swapmem", "--dir", str(spdir), conf_dir=c.conf_dir, check=0, timeout=180)
         assert out.stdout.startswith("savepoint ") and "count x3" in out.stdout, out
@@ -235,22 +234,7 @@ def test_a_memory_topology_is_swapped_through_a_savepoint_directory(tmp_path, sh
                    DEADLINE, "the topology listed from its savepoint", interval=1)
     finally:
         storm_py("kill", "swapmem", "--wait", "0", conf_dir=c.conf_dir, check=None, timeout=120)
-    per_sentence: dict[int, Counter] = defaultdict(Counter)
-    for n, word, _count in rows:
-        per_sentence[n][word] += 1
-    assert sorted(per_sentence) == list(range(1, N + 1))
-    rule = {}
-    for n, words in per_sentence.items():
-        once = Counter(sentence(n).split(" "))
-        assert words in (once, once + once), f"sentence {n}: rows {dict(words)}, its words {dict(once)}"
-        rule[n] = 1 if words == once else 2
-    cut = max(n for n, r in rule.items() if r == 1)
-    assert all(rule[n] == 2 for n in range(cut + 1, N + 1)) and N // 5 <= cut < N, cut
-    counts: dict[str, list[int]] = defaultdict(list)
-    for _n, word, count in rows:
-        counts[word].append(count)
-    for word, seen in counts.items():
-        assert sorted(seen) == list(range(1, len(seen) + 1)), f"{word}: counts {sorted(seen)[:20]}..."
+    _assert_each_sentence_once_and_counts_continue(rows)
 
 
 def test_swaps_that_cannot_keep_the_state_are_refused_and_the_topology_runs_on(
