@@ -12,12 +12,12 @@ import logging
 import click
 import yaml
 
-from daemons.cli_options import CONTEXT_SETTINGS, StormGroup, common_options
+from daemons.cli_options import StormGroup, common_options
 
 log = logging.getLogger(__name__)
 
 
-@click.group(cls=StormGroup, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=StormGroup)
 @click.version_option(package_name="storm-py")
 def main() -> None:
     """storm-py: Apache Storm's classic architecture in Python."""

@@ -10,7 +10,7 @@ import click
 
 from cluster_state.config import ConfigError
 from daemons.answers.cluster import ClusterInfo, NimbusRow, TopologyProblem
-from daemons.cli_options import common_options
+from daemons.cli_options import command, common_options
 
 
 class NimbusSession:
@@ -110,7 +110,7 @@ def nimbus_lines(nimbuses: Sequence[NimbusRow]) -> list[str]:
     return [f"nimbus {n.host}:{n.port} {n.status}" for n in nimbuses]
 
 
-@click.command("list")
+@command("list")
 @common_options
 def list_(conf):
     """One row per topology: name, id, status, tasks, live workers, uptime, worker restarts in
@@ -180,7 +180,7 @@ def _check_wait(_ctx, _param, value: float | None) -> float | None:
     return value
 
 
-@click.command()
+@command()
 @click.argument("name")
 @_wait_option
 @common_options
@@ -197,7 +197,7 @@ def kill(name, wait_secs, conf):
                    f"(in-flight tuples finish meanwhile; -w 0 removes it at once)")
 
 
-@click.command()
+@command()
 @click.argument("name")
 @common_options
 def activate(name, conf):
@@ -206,7 +206,7 @@ def activate(name, conf):
     click.echo(f"activated topology {name}")
 
 
-@click.command()
+@command()
 @click.argument("name")
 @common_options
 def deactivate(name, conf):
@@ -225,7 +225,7 @@ def _executors(items) -> dict[str, int]:
     return out
 
 
-@click.command()
+@command()
 @click.argument("name")
 @_wait_option
 @click.option("-n", "--num-workers", type=click.IntRange(min=1), default=None, help="New number of workers.")

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 import click
 
 from cluster_state import local_layout
-from daemons.cli_options import common_options, explicit_log_level, fail
+from daemons.cli_options import command, common_options, explicit_log_level, fail
 from executor.lifecycle import Service, run_service
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def run_daemon(name: str, conf: Mapping[str, Any], make: Callable[[Mapping[str, 
         reason = (service.failure or "stopped after an error").removeprefix("failed to start: ")
         fail(f"{name} {'stopped' if service.ran else 'cannot start'}: {reason} (log: {log_path})")
 
-@click.command()
+@command()
 @common_options
 def nimbus(conf):
     """Run the Nimbus daemon in the foreground (SIGTERM or Ctrl-C stops it)."""
@@ -65,7 +65,7 @@ def nimbus(conf):
     run_daemon("nimbus", conf, Nimbus, lambda n: f"nimbus running on {n.rpc.host}:{n.port}")
 
 
-@click.command()
+@command()
 @common_options
 def supervisor(conf):
     """Run the Supervisor daemon in the foreground (SIGTERM or Ctrl-C stops it; its workers keep
@@ -76,7 +76,7 @@ def supervisor(conf):
                lambda s: f"supervisor {s.supervisor_id} running on {s.hostname} with slots {list(s.ports)}")
 
 
-@click.command()
+@command()
 @common_options
 def logviewer(conf):
     """Run the logviewer in the foreground: the worker logs under storm.log.dir on
@@ -87,7 +87,7 @@ def logviewer(conf):
     run_daemon("logviewer", conf, Logviewer, lambda lv: f"logviewer running on {lv.url} serving {lv.root}")
 
 
-@click.command()
+@command()
 @common_options
 def ui(conf):
     """Run the UI daemon in the foreground: Storm's REST API under /api/v1 and Prometheus /metrics

@@ -20,7 +20,7 @@ import click
 
 from cluster_state import local_layout
 from daemons.cli_daemons import log_to_file
-from daemons.cli_options import common_options, fail
+from daemons.cli_options import command, common_options, fail
 from executor.lifecycle import PeriodicThread, Service, Status
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class DevZooKeeper(Service):
             self.fatal("the ZooKeeper server exited by itself")
 
 
-@click.command("dev-zookeeper")
+@command("dev-zookeeper")
 @click.option("--port", type=click.IntRange(1, 65535), help="Client port (default: storm.zookeeper.port).")
 @click.option("--data-dir", type=click.Path(file_okay=False),
               help="Where ZooKeeper keeps its data (default: <storm.local.dir>/zookeeper/data).")
@@ -134,7 +134,7 @@ def dev_zookeeper(conf, port, data_dir):
         fail(f"zookeeper stopped: {service.failure} (log: {log_path})")
 
 
-@click.command("dev-cluster")
+@command("dev-cluster")
 @click.option("--supervisors", type=click.IntRange(1, 32), default=2, show_default=True,
               help="How many supervisors.")
 @click.option("--slots", type=click.IntRange(1, 16), default=2, show_default=True,

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import click
 
 from cluster_state.config import ConfigError, merge_configs
-from daemons.cli_options import CONTEXT_SETTINGS, common_options
+from daemons.cli_options import common_options, group
 from executor.errors import InvalidTopologyError
 from executor.package import (
     MAX_BYTES_KEY,
@@ -29,9 +29,7 @@ from executor.package import (
 log = logging.getLogger(__name__)
 
 
-# Its own -h too: click keeps a command's help option from its first invocation, so a `jar`
-# first run on its own (tests/unit/test_unit_package.py) would otherwise lose -h under storm-py.
-@click.group(context_settings=CONTEXT_SETTINGS)
+@group()
 def jar() -> None:
     """Build and submit topology packages (a zip of the topology file's directory + manifest)."""
 

@@ -16,7 +16,7 @@ import time
 import click
 
 from cluster_state.config import ConfigError
-from daemons.cli_options import common_options, topology_conf
+from daemons.cli_options import command, common_options, topology_conf
 from daemons.cli_report import error_lines
 from executor.errors import AlreadyAliveError, InvalidTopologyError
 from executor.gc_policy import apply_gc_thresholds
@@ -99,7 +99,7 @@ def next_status_time(previous: float, now: float) -> float:
     return due if due > now else now + STATUS_EVERY_SECS
 
 
-@click.command()
+@command()
 @click.argument("file", type=click.Path())
 @click.option("--duration", type=Duration(), default=None,
               help="Seconds to run (a number > 0; default: until Ctrl-C or SIGTERM).")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from daemons.cli_admin import call
-from daemons.cli_options import common_options
+from daemons.cli_options import command, common_options
 from executor.log_levels import STORM_LEVELS, UnknownLevelError, logger_key, storm_level
 
 _SYNTAX = "LOGGER=LEVEL[:TIMEOUT_SECS]"
@@ -60,7 +60,7 @@ def check_removals(name: str, removed: list[str], current: dict) -> None:
             f"(loggers with a level set: {set_ones}); nothing was changed")
 
 
-@click.command("set_log_level")
+@command("set_log_level")
 @click.argument("name")
 @click.option("-l", "levels", multiple=True, metavar=_SYNTAX,
               help="Set LOGGER (a Python logger name; ROOT: the root logger) to LEVEL, reverted after "

@@ -14,7 +14,7 @@ import click
 
 from daemons.answers.details import TopologyDetails
 from daemons.cli_admin import NimbusSession
-from daemons.cli_options import common_options
+from daemons.cli_options import command, common_options
 from daemons.reports.formats import per_second
 
 HEADER = "topology\tcomponent\tparallelism\tstream\ttime-diff ms\t{watch}\tthroughput (Kt/s)"
@@ -37,7 +37,7 @@ def watched_components(details: TopologyDetails, component: str | None) -> list[
     return [component]
 
 
-@click.command()
+@command()
 @click.argument("name")
 @click.option("-i", "--interval", type=click.FloatRange(min=1.0), default=4.0, show_default=True,
               help="Seconds between lines.")

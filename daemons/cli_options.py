@@ -47,7 +47,35 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
-class StormGroup(click.Group):
+class StormCommand(click.Command):
+    """A storm-py command: `-h` is its own, whatever group runs it. click builds a command's help
+    option once, from the context of its first run, and keeps it: a command first run under
+    another group (a test's, a plugin's) would otherwise answer `storm-py CMD -h` with "no such
+    option" for the rest of the process."""
+
+    def __init__(self, *args, context_settings: Mapping[str, Any] | None = None, **kwargs):
+        super().__init__(*args, context_settings={**CONTEXT_SETTINGS, **(context_settings or {})},
+                         **kwargs)
+
+
+class StormSubgroup(StormCommand, click.Group):
+    """A storm-py command group (jar, sink, secure): its commands and subgroups are storm-py's too."""
+
+    command_class = StormCommand
+    group_class = type  # subgroups of a StormSubgroup are StormSubgroups
+
+
+def command(name: str | None = None, **kwargs: Any):
+    """`click.command` for storm-py: a StormCommand."""
+    return click.command(name, cls=StormCommand, **kwargs)
+
+
+def group(name: str | None = None, **kwargs: Any):
+    """`click.group` for storm-py: a StormSubgroup."""
+    return click.group(name, cls=StormSubgroup, **kwargs)
+
+
+class StormGroup(StormSubgroup):
     """The root group: every ClickException or UsageError, from any command or subgroup, becomes
     one lower-case `error:` line (click's own `Error:` block is never printed)."""
 

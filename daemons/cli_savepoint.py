@@ -10,7 +10,7 @@ import click
 
 from daemons.cli_admin import NimbusSession
 from daemons.cli_jar import new_code
-from daemons.cli_options import common_options
+from daemons.cli_options import command, common_options
 from daemons.swap import store_for
 from executor.savepoints.plan import SavepointRefused
 from executor.state.errors import StateUnavailableError
@@ -24,7 +24,7 @@ def _fail(exc: BaseException) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-@click.command()
+@command()
 @click.argument("name")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @common_options
@@ -52,7 +52,7 @@ def _shape_line(manifest) -> str:
                      for c, s in sorted(manifest.components.items()) if not c.startswith(("$", "__")))
 
 
-@click.command()
+@command()
 @click.argument("name")
 @click.option("--delete", "delete_id", default=None, metavar="ID", help="Delete savepoint ID instead.")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
@@ -79,7 +79,7 @@ def savepoints(name, delete_id, directory, conf):
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
 
 
-@click.command()
+@command()
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--wait", "wait_secs", type=click.FloatRange(min=1.0), default=DEFAULT_WAIT_SECS, show_default=True,

@@ -10,10 +10,10 @@ import click
 import yaml
 
 from cluster_state.config import ConfigError
-from daemons.cli_options import CONTEXT_SETTINGS, common_options
+from daemons.cli_options import common_options, group
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)  # -h whatever ran it first (cli_jar.py)
+@group()
 def secure() -> None:
     """Credentials for ZooKeeper, Nimbus, the UI and the logviewer."""
 

@@ -11,12 +11,12 @@ import logging
 
 import click
 
-from daemons.cli_options import CONTEXT_SETTINGS, common_options
+from daemons.cli_options import common_options, group
 
 log = logging.getLogger(__name__)
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)  # -h whatever ran it first (cli_jar.py)
+@group()
 def sink() -> None:
     """Inspect tables written by the Spark sink bolt."""
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import click
 
 from cluster_state import local_layout
-from daemons.cli_options import common_options, fail
+from daemons.cli_options import command, common_options, fail
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002  # Spark Connect's own default
@@ -53,7 +53,7 @@ def _port_problem(host: str, port: int) -> str | None:
     return None
 
 
-@click.command("spark-connect")
+@command("spark-connect")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--master", default="local[*]", show_default=True,

@@ -17,6 +17,7 @@ import textwrap
 import click
 import pytest
 from cli_inprocess import storm_py as storm_py_here
+from click.testing import CliRunner
 from testutil import CLI_ENV, error_lines, one_error_line
 from testutil import storm_py as _storm_py
 
@@ -52,6 +53,26 @@ def test_dash_h_works_on_every_command_and_group(path):
     out = storm_py_here(*path, "-h")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Usage: storm-py") and "-h, --help" in out.stdout
+
+
+def _command_at(path):
+    cmd = cli_main
+    for name in path:
+        cmd = cmd.commands[name]
+    return cmd
+
+
+def test_dash_h_whatever_group_ran_a_command_first():
+    # click builds a command's help option on its first run, from that run's context: a command
+    # first run under another group (as tests/unit/test_unit_log_levels.py runs set_log_level)
+    # kept only --help, and `storm-py set_log_level -h` failed later in the same process.
+    for path in list(_command_paths(cli_main))[1:]:
+        foreign = click.Group("foreign")
+        foreign.add_command(_command_at(path))
+        first = CliRunner().invoke(foreign, [path[-1], "--help"])
+        assert first.exit_code == 0, (path, first.output)
+        out = storm_py_here(*path, "-h")
+        assert out.returncode == 0 and "-h, --help" in out.stdout, (path, out.stderr)
 
 
 @process
