@@ -22,7 +22,14 @@ from typing import Mapping
 
 import msgpack
 
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, COMMITTED, PREPARING, TX_RECORD_KEY, TxState
+from executor.checkpoint.protocol import (
+    CHECKPOINT_COMPONENT,
+    COMMITTED,
+    COMMITTING,
+    PREPARING,
+    TX_RECORD_KEY,
+    TxState,
+)
 from executor.savepoints.plan import SavepointRefused, Shape
 from executor.state.codec import decode
 from executor.state.redis_client import RedisSettings, connect, unavailable
@@ -145,26 +152,32 @@ class SavepointStore:
                 for k in keys:
                     pipe.hgetall(k.txid)
                     pipe.hgetall(k.committed)
+                    pipe.hgetall(k.prepared)
                 return pipe.execute()
 
             answers = self._run("read a savepoint", read)
-            records = {}
+            tasks_read = list(zip(slots, answers[0::3], answers[1::3], answers[2::3]))
+            record = next((record_of(committed) for (comp, index, _t), _x, committed, _p in tasks_read
+                           if comp == CHECKPOINT_COMPONENT and index == 0), None)
+            txid = decided_txid(record)
+            if txid is None or txid < 0:
+                last = "no checkpoint committed yet"
+                time.sleep(pause)
+                continue
             states: dict[str, list[dict[bytes, bytes]]] = {c: [{} for _ in tasks[c]] for c in comps}
-            commits: dict[str, set[int]] = {}
-            for (comp, index, _task), txids, committed in zip(slots, answers[0::2], answers[1::2]):
-                if comp == CHECKPOINT_COMPONENT:
-                    records[index] = record_of(committed)
+            stateful, ahead = set(), set()
+            for (comp, index, _task), txids, committed, prepared in tasks_read:
+                if comp == CHECKPOINT_COMPONENT or b"commit" not in txids:
                     continue
-                if b"commit" in txids:
-                    commits.setdefault(comp, set()).add(int(txids[b"commit"]))
-                states[comp][index] = committed
-            txid = last_committed(records.get(0))
-            ahead = sorted(c for c, seen in commits.items() if txid is None or any(t != txid for t in seen))
-            if txid is not None and txid >= 0 and not ahead:
-                snap = Snapshot(txid, {c: v for c, v in states.items() if c in commits})
-                return snap
-            last = ("no checkpoint committed yet" if txid is None or txid < 0 else
-                    f"components {', '.join(ahead)} are mid-commit of another checkpoint than {txid}")
+                stateful.add(comp)
+                values = values_at(txid, txids, committed, prepared)
+                if values is None:
+                    ahead.add(comp)
+                else:
+                    states[comp][index] = values
+            if not ahead:
+                return Snapshot(txid, {c: v for c, v in states.items() if c in stateful})
+            last = f"components {', '.join(sorted(ahead))} are mid-commit of another checkpoint than {txid}"
             time.sleep(pause)
         raise SavepointRefused(f"topology {topology!r}: no consistent checkpoint could be read from the redis state "
                                f"provider at {self.settings.address} ({last})")
@@ -280,6 +293,35 @@ def last_committed(record: TxState | None) -> int | None:
         return record.txid
     if record.state == PREPARING:
         return record.txid - 1
+    return None
+
+
+def decided_txid(record: TxState | None) -> int | None:
+    """The checkpoint a savepoint holds given the checkpoint spout's record: the last committed
+    one, or one being committed (COMMITTING: every task prepared it, so it is decided and rolls
+    forward, as the checkpoint spout's own recovery sends its COMMIT again). A topology stopped
+    mid-commit (a swap's kill can land there) is then read at that checkpoint."""
+    if record is not None and record.state == COMMITTING:
+        return record.txid
+    return last_committed(record)
+
+
+def values_at(txid: int, txids: Mapping[bytes, bytes], committed: Mapping[bytes, bytes],
+              prepared: Mapping[bytes, bytes]) -> dict[bytes, bytes] | None:
+    """A task's state at checkpoint `txid` from its keys (executor/state/redis_kv.py): its committed
+    values when it committed `txid`, those with its prepared changes applied when it prepared
+    `txid` and its commit had not run yet (a deletion is the empty string); None when it is at
+    another checkpoint."""
+    if int(txids.get(b"commit", b"-1")) == txid:
+        return dict(committed)
+    if txids.get(b"prepare") is not None and int(txids[b"prepare"]) == txid:
+        values = dict(committed)
+        for key, value in prepared.items():
+            if value == b"":
+                values.pop(key, None)
+            else:
+                values[key] = value
+        return values
     return None
 
 

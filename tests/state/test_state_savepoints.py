@@ -60,6 +60,23 @@ def test_a_read_during_a_commit_is_tried_again_then_refused_naming_the_component
         store.snapshot("wc", TASKS, attempts=3, pause=0.0)
 
 
+def test_a_read_while_a_checkpoint_commits_rolls_it_forward(redis_server, store):
+    # COMMITTING 6: every task prepared 6 and some committed it. A swap's kill can land here (its
+    # quiet topology goes on checkpointing); the read is of 6, as the spout's recovery would
+    # commit it: a task that had not committed yet counts with its prepared changes applied.
+    conf = redis_server.conf()
+    _running(conf, TxState(6, COMMITTING), count_txid=6)
+    spout = open_state(conf, "wc/sentences-4")
+    spout.put("next", 57)
+    spout.put("gone", 1)
+    spout.prepare_commit(6)
+    spout.close()
+    snap = store.snapshot("wc", TASKS, attempts=1)
+    assert snap.txid == 6
+    assert snap.states["sentences"] == [{P("next"): P(57), P("gone"): P(1)}]
+    assert snap.states["count"] == [{P("cow"): P(3)}, {P("moon"): P(1)}]
+
+
 def test_a_savepoint_is_kept_listed_read_back_and_deleted(redis_server, store):
     _running(redis_server.conf(), TxState(5, COMMITTED))
     snap = store.snapshot("wc", TASKS)
