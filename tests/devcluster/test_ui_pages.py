@@ -88,14 +88,25 @@ def shots(tmp_path_factory):
     return tmp_path_factory.mktemp("screenshots")
 
 
-def load(driver, url: str, ready_css: str, timeout: float = 30):
+def refusals(dev, last: int = 5) -> list[str]:
+    """The UI daemon's last lines saying why it refused a request (its 401s: http_auth's log)."""
+    try:
+        lines = (dev.log_dir / "ui.log").read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    return [ln for ln in lines if "refused" in ln][-last:]
+
+
+def load(driver, url: str, ready_css: str, timeout: float = 30, dev=None):
     """Open the page and wait until the first answer has been drawn (`ready_css` present). The
-    console so far was checked by the test that made it; it starts empty for this page."""
+    console so far was checked by the test that made it; it starts empty for this page. A
+    timeout names the console's errors and (given `dev`) the UI's last refusals."""
     console_errors(driver)
     driver.get(url)
     driver.execute_script("window.__loaded_once = true")  # gone if the page reloads
     wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, ready_css), timeout=timeout, interval=0.2,
-               message=lambda: f"{ready_css} on {url}; console: {console_errors(driver)}")
+               message=lambda: f"{ready_css} on {url} (now {driver.current_url}); console: {console_errors(driver)}"
+                               + (f"; the UI's last refusals: {refusals(dev)}" if dev is not None else ""))
 
 
 def cells(driver, table_id: str) -> dict[str, list[str]]:
@@ -185,7 +196,7 @@ def test_logging_in_through_the_form_shows_the_cluster_page(cluster, browser):
 
 def test_an_ended_session_sends_the_page_to_the_login_and_back(cluster, browser):
     dev, ids = cluster
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a", dev=dev)
     browser.delete_cookie(SESSION_COOKIE)  # as when it expires: the next poll gets a 401
     wait_until(lambda: "/login?next=" in browser.current_url, timeout=30, interval=0.2,
                message="the page to go to the login page on a 401")
@@ -206,7 +217,7 @@ def test_an_ended_session_sends_the_page_to_the_login_and_back(cluster, browser)
 
 def test_cluster_page(cluster, browser, shots):
     dev, ids = cluster
-    load(browser, dev.ui_url + "/", "#topologies tbody a")
+    load(browser, dev.ui_url + "/", "#topologies tbody a", dev=dev)
     names = cells(browser, "topologies")
     assert {"wc", "thirty"} <= set(names), names
     assert names["wc"][1] == ids["wc"] and names["wc"][3] == "ACTIVE"
@@ -218,7 +229,7 @@ def test_cluster_page(cluster, browser, shots):
 
 def test_topology_page_figures_grow_without_a_reload(cluster, browser, shots):
     dev, ids = cluster
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a", dev=dev)
     spouts, bolts = cells(browser, "spouts"), cells(browser, "bolts")
     assert set(spouts) | set(bolts) == WC_COMPONENTS, (spouts, bolts)
     col = header_index(browser, "spouts", "Acked")
@@ -249,7 +260,7 @@ def test_topology_page_figures_grow_without_a_reload(cluster, browser, shots):
 
 def test_graph_click_opens_the_component_page(cluster, browser):
     dev, ids = cluster
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#graph a.node")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#graph a.node", dev=dev)
     click(browser, '#graph a.node[data-id="count"]')
     wait_until(lambda: "component.html" in browser.current_url and browser.find_elements(
         By.CSS_SELECTOR, "#executors tbody tr td"), timeout=30, interval=0.2, message="count's component page")
@@ -264,7 +275,7 @@ def test_graph_click_opens_the_component_page(cluster, browser):
 
 def test_graph_of_thirty_components_is_layered_and_readable(cluster, browser, shots):
     dev, ids = cluster
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['thirty']}", "#graph a.node")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['thirty']}", "#graph a.node", dev=dev)
     boxes = browser.execute_script("""
         return [...document.querySelectorAll('#graph a.node')].map(a => {
             const r = a.querySelector('rect').getBBox(), t = a.querySelector('text').getBBox();
@@ -291,7 +302,7 @@ def test_graph_of_thirty_components_is_layered_and_readable(cluster, browser, sh
 
 def test_component_page_log_link_opens_the_workers_log(cluster, browser, shots):
     dev, ids = cluster
-    load(browser, f"{dev.ui_url}/component.html?topology_id={ids['wc']}&id=split", "#executors tbody a.log-link")
+    load(browser, f"{dev.ui_url}/component.html?topology_id={ids['wc']}&id=split", "#executors tbody a.log-link", dev=dev)
     rows = cells(browser, "executors")
     assert len(rows) == 2
     port = header_index(browser, "executors", "Port")
@@ -320,7 +331,7 @@ def test_component_page_log_link_opens_the_workers_log(cluster, browser, shots):
 def test_supervisor_page(cluster, browser):
     dev, ids = cluster
     sup = next(s for s in get(dev.ui_url, "/api/v1/supervisor/summary")["supervisors"] if s["slotsUsed"])
-    load(browser, f"{dev.ui_url}/supervisor.html?id={sup['id']}", "#slots tbody tr td")
+    load(browser, f"{dev.ui_url}/supervisor.html?id={sup['id']}", "#slots tbody tr td", dev=dev)
     slots = cells(browser, "slots")
     assert len(slots) == dev.n_slots and any(row[1] in ("wc", "thirty") for row in slots.values()), slots
     assert cells(browser, "workers")
@@ -335,7 +346,7 @@ def _confirm_dialog(browser):
 def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     dev, ids = cluster
     # An admin login acts without typing the secret again (cancelled here).
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])", dev=dev)
     browser.find_element(By.ID, "action-deactivate").click()
     dialog = _confirm_dialog(browser)
     assert not dialog.find_element(By.ID, "confirm-secret").is_displayed()
@@ -343,7 +354,7 @@ def test_deactivate_and_activate_through_the_buttons(cluster, browser):
     # A read-only login is asked for the admin's secret.
     browser.get(f"{dev.ui_url}/login?next=/topology.html?id={ids['wc']}")
     log_in(browser, READONLY_SECRET)
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#action-deactivate:not([disabled])", dev=dev)
     browser.find_element(By.ID, "action-deactivate").click()
     dialog = _confirm_dialog(browser)
     secret = dialog.find_element(By.ID, "confirm-secret")
@@ -385,7 +396,7 @@ def test_a_killed_workers_last_words_show_on_its_component_page(cluster, browser
     dev, ids = cluster
     worker = _worker_of(dev, ids["thirty"])
     os.kill(worker.pid, signal.SIGKILL)
-    load(browser, f"{dev.ui_url}/component.html?topology_id={ids['thirty']}&id=spout-1", "#executors tbody tr td")
+    load(browser, f"{dev.ui_url}/component.html?topology_id={ids['thirty']}&id=spout-1", "#executors tbody tr td", dev=dev)
     notice = wait_until(lambda: read_all(browser, "#dead-workers .dead-worker", "e.innerText"), timeout=60,
                         interval=0.5, message="the dead worker's notice on the component page")[0]
     assert "SIGKILL" in notice and "exited" in notice, notice
@@ -399,7 +410,7 @@ def outage_on_the_page(cluster, browser):
     """What the topology page showed while Nimbus was down and once it was back. A module
     fixture: the restarted Nimbus belongs to the cluster (the fixture's), not to a test."""
     dev, ids = cluster
-    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a")
+    load(browser, f"{dev.ui_url}/topology.html?id={ids['wc']}", "#spouts tbody a", dev=dev)
     seen = {"before": browser.find_element(By.ID, "banner").is_displayed()}
     dev.stop_nimbus(kill=True)
     try:
