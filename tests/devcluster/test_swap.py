@@ -27,7 +27,7 @@ FILES = Path(__file__).parent / "swap"
 sys.path.insert(0, str(FILES))
 from swap_parts import sentence  # noqa: E402  (what the spout emits)
 
-N, RATE = 3000, 150   # ~20 s of sentences: the swap comes mid-way
+N, RATE = 3000, 150   # ~20 s of sentences (the swap tests pace the old code slower, the new faster)
 DEADLINE = 240
 
 
@@ -211,13 +211,14 @@ def test_a_memory_topology_is_swapped_through_a_savepoint_directory(tmp_path, sh
     stopping checkpoint, and the new code (3 count tasks) starts from the directory: the same
     table and counts as with Redis."""
     c, table, spdir = shared_dev_cluster, tmp_path / "table", tmp_path / "savepoints"
-    conf = [*_conf(table, redis_server, spark_remote), "topology.state.provider=memory"]
+    conf = [*_conf(table, redis_server, spark_remote, rate=RATE // 3), "topology.state.provider=memory"]  # as above
     submit(c.conf_dir, FILES / "words.py", "swapmem", *conf)
     try:
         wait_until(lambda: _spout_acked(c.conf_dir, "swapmem") >= N // 5, DEADLINE,
                    lambda: f"{N // 5} sentences committed ({_spout_acked(c.conf_dir, 'swapmem')})", interval=0.5)
         args = [a for kv in conf for a in ("-c", kv)]
-        out = storm_py("swap", "swapmem", str(FILES / "words_v2_p3.py"), *args, "--dir", str(spdir), "--wait", "120",
+        out = storm_py("swap", "swapmem", str(FILES / "words_v2_p3.py"), *args, "-c", f"swap.rate={RATE * 4}",
+                       "--dir", str(spdir), "--wait", "120",
                        conf_dir=c.conf_dir, check=0, timeout=240)
         assert "swapped topology swapmem" in out.stdout, out
         savepoint_id = out.stdout.rsplit("from savepoint ", 1)[1].split()[0]
