@@ -57,6 +57,9 @@ class WindowManager:
         self._since_trigger = 0                              # processing time, count slide
         self._next_end = 0.0                                 # event time, duration slide
         self._last_counted = -math.inf                       # event time, count slide
+        # seq -> the earliest window end the item may be in: after a split over new tasks, what
+        # the item's old task had handed out already (executor/windowing/rescale.py); mostly empty
+        self._floors: dict[float, float] = {}
 
     def __len__(self) -> int:
         return len(self._events)
@@ -137,13 +140,19 @@ class WindowManager:
             j = bisect.bisect_right(events, (ref - spec.length_ms, _AFTER), key=lambda e: e[:2], hi=k)
         else:
             j = max(0, k - spec.length_count)
+        floors = self._floors
         if j:
+            if floors:
+                for e in events[:j]:
+                    floors.pop(e[1], None)
             gone = [e[2] for e in events[:j]]
             del events[:j]
             k -= j
             step.expired.extend(gone)
             self._expired_since.extend(gone)
         window = events[:k]
+        if floors:
+            window = [e for e in window if floors.get(e[1], ref) <= ref]
         if not window:
             return False
         prev = self._prev
@@ -156,13 +165,17 @@ class WindowManager:
     def snapshot(self, encode) -> list:
         """The manager as plain data (items through `encode`), for a checkpoint; with the items
         that left since the last window (the next window's expired ones)."""
-        return [[[e[0], e[1], encode(e[2])] for e in self._events], self._seq, sorted(self._prev),
+        data = [[[e[0], e[1], encode(e[2])] for e in self._events], self._seq, sorted(self._prev),
                 self._since_trigger, self._next_end, None if self._last_counted == -math.inf else self._last_counted,
                 [encode(item) for item in self._expired_since]]
+        if self._floors:
+            data.append(sorted([seq, floor] for seq, floor in self._floors.items()))
+        return data
 
     def restore(self, data: list, decode) -> None:
         """Back to a snapshot (items through `decode`); what it held since is dropped."""
-        events, self._seq, prev, self._since_trigger, self._next_end, last, expired = data
+        events, self._seq, prev, self._since_trigger, self._next_end, last, expired, *floors = data
+        self._floors = dict(floors[0]) if floors else {}
         self._events = [(ts, seq, decode(item)) for ts, seq, item in events]
         self._prev = set(prev)
         self._last_counted = -math.inf if last is None else last
@@ -187,6 +200,7 @@ class WindowManager:
             newest = max(newest, self._next_end - sliding)  # the end of the window last handed out
         delta = now - newest
         self._events = [(ts + delta, seq, item) for ts, seq, item in self._events]
+        self._floors = {seq: floor + delta for seq, floor in self._floors.items()}
         if self._next_end:
             self._next_end += delta
 
