@@ -36,8 +36,8 @@ def _spark_home() -> Path:
 
 def archive_path() -> Path | None:
     """Where this machine's archive is (or will be): named by the java binary, its version and
-    the Spark jars (names and sizes), so a changed Java or Spark never maps a stale one. None
-    when there is no java."""
+    the Spark jars (their directory, names and sizes), so a changed Java or Spark never maps a
+    stale one. None when there is no java."""
     from executor.sinks._session import java_command  # the java PySpark launches
 
     java, _how = java_command(os.environ, lambda name: shutil.which(name, path=os.environ.get("PATH")))
@@ -47,8 +47,12 @@ def archive_path() -> Path | None:
         version = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     except (OSError, subprocess.SubprocessError):
         return None
-    h = hashlib.sha256(f"{os.path.realpath(java)}\n{version}\n".encode())
-    for jar in sorted((_spark_home() / "jars").glob("*.jar")):
+    # The jars' own path too: an archive maps only into a JVM with the classpath it was dumped
+    # from (another venv's copy of the same jars ran without it, silently: test_bad_sink 205 s ->
+    # 647 s in a fresh clone's venv on a machine whose cache held the first checkout's archive).
+    jars = _spark_home() / "jars"
+    h = hashlib.sha256(f"{os.path.realpath(java)}\n{version}\n{os.path.realpath(jars)}\n".encode())
+    for jar in sorted(jars.glob("*.jar")):
         h.update(f"{jar.name} {jar.stat().st_size}\n".encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "storm-py-tests"
     return cache / f"spark-{h.hexdigest()[:16]}.jsa"
