@@ -47,7 +47,7 @@ def cli(dev: DevCluster, *args: str, timeout: float = 300) -> subprocess.Popen:
 def position(client, generation: str | None) -> int:
     """The spout's committed position in a generation of the topology's state (0: none yet)."""
     best = 0
-    pattern = f"*:{NAME}:{generation}/sentences#*:committed" if generation else f"*:{NAME}/sentences-*:committed"
+    pattern = f"*:{NAME}:{generation}/sentences#*:committed" if generation else f"*:{NAME}/sentences#*:committed"
     for key in client.scan_iter(pattern):
         raw = client.hget(key, b"\xa4next")
         if raw is not None:

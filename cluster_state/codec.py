@@ -37,7 +37,7 @@ _BY_NAME: dict[str, type] = {cls.__name__: cls for cls in RECORD_TYPES}
 # Fields whose mapping keys are tuples, so they travel as lists of pairs.
 _PAIR_FIELDS: dict[type, frozenset[str]] = {
     Assignment: frozenset({"executor_node_port", "executor_start_time_secs"}),
-    WorkerHeartbeat: frozenset({"executor_stats"}),
+    WorkerHeartbeat: frozenset({"executor_stats", "checkpoint_marks"}),
 }
 _FIELD_NAMES: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in dataclasses.fields(cls)) for cls in RECORD_TYPES

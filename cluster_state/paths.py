@@ -15,6 +15,8 @@ LOGCONFIGS_ROOT = "logconfigs"
 # Nimbus HA (Storm's ClusterUtils.java NIMBUSES_ROOT, LeaderElectorImp's leader latch).
 NIMBUSES_ROOT = "nimbuses"
 LEADER_LOCK_ROOT = "leader-lock"
+# Swaps Nimbus runs, by topology name (daemons/nimbus/swaps/; beyond Storm).
+SWAPS_ROOT = "swaps"
 
 ASSIGNMENTS_SUBTREE = "/" + ASSIGNMENTS_ROOT
 STORMS_SUBTREE = "/" + STORMS_ROOT
@@ -23,6 +25,7 @@ WORKERBEATS_SUBTREE = "/" + WORKERBEATS_ROOT
 ERRORS_SUBTREE = "/" + ERRORS_ROOT
 LOGCONFIGS_SUBTREE = "/" + LOGCONFIGS_ROOT
 NIMBUSES_SUBTREE = "/" + NIMBUSES_ROOT
+SWAPS_SUBTREE = "/" + SWAPS_ROOT
 LEADER_LOCK_PATH = "/" + LEADER_LOCK_ROOT
 
 ALL_SUBTREES = (ASSIGNMENTS_SUBTREE, STORMS_SUBTREE, SUPERVISORS_SUBTREE, WORKERBEATS_SUBTREE, ERRORS_SUBTREE,
@@ -108,6 +111,10 @@ def error_storm_root(storm_id: str) -> str:
 
 def error_path(storm_id: str, component_id: str) -> str:
     return f"{error_storm_root(storm_id)}/{check_segment(component_id, 'component id')}"
+
+
+def swap_path(name: str) -> str:
+    return f"{SWAPS_SUBTREE}/{check_segment(name, 'topology name')}"
 
 
 def log_config_path(storm_id: str) -> str:

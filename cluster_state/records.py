@@ -21,7 +21,10 @@ STATUS_ACTIVE = "active"
 STATUS_INACTIVE = "inactive"
 STATUS_KILLED = "killed"
 STATUS_REBALANCING = "rebalancing"
-TOPOLOGY_STATUSES = (STATUS_ACTIVE, STATUS_INACTIVE, STATUS_KILLED, STATUS_REBALANCING)
+# Stopping at a checkpoint for a swap (daemons/nimbus/transitions.py): spouts inactive, its
+# checkpoint spout parks once the checkpoint behind their last tuples committed.
+STATUS_STOPPING = "stopping"
+TOPOLOGY_STATUSES = (STATUS_ACTIVE, STATUS_INACTIVE, STATUS_KILLED, STATUS_REBALANCING, STATUS_STOPPING)
 
 
 def _set(obj: object, name: str, value: object) -> None:
@@ -136,8 +139,14 @@ class StormBase:
 
     @property
     def inactive_note(self) -> str | None:
-        """Why an inactive topology is stopped, when the command that stopped it said (a swap)."""
-        return (self.topology_action_options or {}).get("note") if self.status == STATUS_INACTIVE else None
+        """Why an inactive or stopping topology is stopped, when the command that stopped it said (a swap)."""
+        return ((self.topology_action_options or {}).get("note")
+                if self.status in (STATUS_INACTIVE, STATUS_STOPPING) else None)
+
+    @property
+    def parked(self) -> bool:
+        """A stopping topology whose checkpoint spout is asked to start no further checkpoint."""
+        return self.status == STATUS_STOPPING and bool((self.topology_action_options or {}).get("park"))
 
 
 @dataclass(frozen=True)
@@ -271,6 +280,44 @@ class SupervisorInfo:
         _opt_str(self.version, "SupervisorInfo.version")
 
 
+def _opt_num(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, got {type(value).__name__} {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class CheckpointMark:
+    """Where an executor is in an exactly-once topology's checkpoints, in its worker's heartbeat:
+    what Nimbus's decisions read (a stop at a checkpoint, the stalled-checkpoint diagnosis),
+    where the stats are for people.
+
+    A stateful spout's: `quiet_since_txid`, the first checkpoint it passed on while its topology
+    was not active (None while active): everything it sent is before that checkpoint's barrier.
+    The checkpoint spout's: `committed_txid` and `committed_secs` (epoch), the last checkpoint
+    committed as its state records it (a restarted spout reports the topology's, not its own
+    start), and `parked`: asked to park (a stop), nothing is in progress and nothing starts."""
+
+    quiet_since_txid: int | None = None
+    committed_txid: int | None = None
+    committed_secs: float | None = None
+    parked: bool = False
+
+    def __post_init__(self) -> None:
+        _opt_int(self.quiet_since_txid, "CheckpointMark.quiet_since_txid")
+        _opt_int(self.committed_txid, "CheckpointMark.committed_txid")
+        _opt_num(self.committed_secs, "CheckpointMark.committed_secs")
+        _bool(self.parked, "CheckpointMark.parked")
+
+
 @dataclass(frozen=True)
 class WorkerHeartbeat:
     """A worker's heartbeat: in ZooKeeper `/workerbeats/{topology-id}/{node}-{port}` and on local disk."""
@@ -282,6 +329,8 @@ class WorkerHeartbeat:
     uptime_secs: int
     # Per-executor stats (plain msgpack values), read back by executor_beats.
     executor_stats: Mapping[Executor, Any] = field(default_factory=dict)
+    # Per checkpointed executor (exactly-once topologies), its CheckpointMark.
+    checkpoint_marks: Mapping[Executor, CheckpointMark] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _str(self.storm_id, "WorkerHeartbeat.storm_id")
@@ -292,6 +341,13 @@ class WorkerHeartbeat:
         stats = _mapping(self.executor_stats, "WorkerHeartbeat.executor_stats")
         _set(self, "executor_stats", {
             executor_id(e, "WorkerHeartbeat.executor_stats key"): v for e, v in stats.items()
+        })
+        marks = _mapping(self.checkpoint_marks, "WorkerHeartbeat.checkpoint_marks")
+        for mark in marks.values():
+            if not isinstance(mark, CheckpointMark):
+                raise TypeError(f"WorkerHeartbeat.checkpoint_marks values must be CheckpointMarks, got {mark!r}")
+        _set(self, "checkpoint_marks", {
+            executor_id(e, "WorkerHeartbeat.checkpoint_marks key"): m for e, m in marks.items()
         })
 
 
@@ -335,6 +391,7 @@ class ExecutorBeat:
     time_secs: int
     uptime_secs: int
     stats: Any = None
+    mark: CheckpointMark | None = None
 
 
 @dataclass(frozen=True)
@@ -410,5 +467,56 @@ def nimbus_id(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
+# A swap's steps (daemons/nimbus/swaps/): the first three can be undone (the old code runs on),
+# from `saved` on the old topology is gone and the swap goes on until the new code runs.
+SWAP_STOPPING = "stopping"      # the old topology's spouts stop; the checkpoint behind them commits
+SWAP_PARKING = "parking"        # its checkpoint spout finishes what is under way and starts nothing
+SWAP_WRITING = "writing"        # (memory provider) its workers write their state to the directory
+SWAP_SAVED = "saved"            # kept as a savepoint; the old topology is killed next
+SWAP_KILLED = "killed"          # the savepoint is written as the new code's start, which is submitted
+SWAP_DONE = "done"
+SWAP_FAILED = "failed"
+SWAP_PHASES = (SWAP_STOPPING, SWAP_PARKING, SWAP_WRITING, SWAP_SAVED, SWAP_KILLED, SWAP_DONE, SWAP_FAILED)
+SWAP_UNDOABLE = (SWAP_STOPPING, SWAP_PARKING, SWAP_WRITING)
+SWAP_ENDED = (SWAP_DONE, SWAP_FAILED)
+
+
+@dataclass(frozen=True)
+class SwapRecord:
+    """`/swaps/{name}`: a swap Nimbus runs (daemons/nimbus/swaps/): topology `name` (`old_id`)
+    stopped at a checkpoint, kept as savepoint `savepoint`, and the new code (`new_id`, in
+    Nimbus's code store since the request, its conf naming the savepoint) started from it.
+    Written by the leader at each step, so that a Nimbus that takes over goes on from the last
+    one; `deadline_secs` bounds the steps that can be undone."""
+
+    name: str
+    old_id: str
+    new_id: str
+    savepoint: str
+    phase: str
+    started_secs: float
+    deadline_secs: float
+    # allow_dropped_state (bool), dir (the memory provider's savepoint directory or None)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    txid: int | None = None            # the checkpoint the savepoint holds, once known
+    request_dir: str | None = None     # memory provider: where the workers write their state
+    message: str | None = None         # what happened last (failed: why)
+    ended_secs: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("name", "old_id", "new_id", "savepoint"):
+            _str(getattr(self, name), f"SwapRecord.{name}")
+        if self.phase not in SWAP_PHASES:
+            raise ValueError(f"SwapRecord.phase must be one of {SWAP_PHASES}, got {self.phase!r}")
+        _opt_num(self.started_secs, "SwapRecord.started_secs")
+        _opt_num(self.deadline_secs, "SwapRecord.deadline_secs")
+        _set(self, "options", _mapping(self.options, "SwapRecord.options"))
+        _opt_int(self.txid, "SwapRecord.txid")
+        _opt_str(self.request_dir, "SwapRecord.request_dir")
+        _opt_str(self.message, "SwapRecord.message")
+        _opt_num(self.ended_secs, "SwapRecord.ended_secs")
+
+
 RECORD_TYPES: tuple[type, ...] = (StormBase, Assignment, SupervisorInfo, WorkerHeartbeat, ErrorInfo,
-                                  LocalAssignment, LogLevel, LogConfig, WorkerDeath, NimbusRegistration)
+                                  LocalAssignment, LogLevel, LogConfig, WorkerDeath, NimbusRegistration,
+                                  CheckpointMark, SwapRecord)

@@ -36,6 +36,7 @@ from .records import (
     Slot,
     StormBase,
     SupervisorInfo,
+    SwapRecord,
     VersionedAssignment,
     WorkerHeartbeat,
 )
@@ -255,6 +256,22 @@ class StormClusterState:
         except ClusterStateError as exc:
             log.warning("could not remove the log config of %s: %s", storm_id, exc)
 
+    # -- swaps (daemons/nimbus/swaps/) ------------------------------------------------------
+
+    def set_swap(self, record: SwapRecord) -> None:
+        _check(record, SwapRecord)
+        self._write(paths.swap_path(record.name), record, f"the swap of topology {record.name}")
+
+    def swap(self, name: str) -> SwapRecord | None:
+        return self._read(paths.swap_path(name), SwapRecord)
+
+    def swaps(self) -> dict[str, SwapRecord]:
+        """Topology name -> its swap record (an undecodable one is logged and skipped)."""
+        return self._read_each(self._children(paths.SWAPS_SUBTREE), paths.swap_path, SwapRecord, "the swap of")
+
+    def remove_swap(self, name: str) -> None:
+        self._cs.delete_node(paths.swap_path(name))  # a missing node is not an error
+
     # -- Nimbus daemons (Nimbus HA) ----------------------------------------------------------
 
     def register_nimbus(self, registration: NimbusRegistration) -> None:
@@ -359,7 +376,8 @@ class StormClusterState:
             for executor in executors:
                 if tuple(executor) in running:
                     beats[tuple(executor)] = ExecutorBeat(
-                        heartbeat.time_secs, heartbeat.uptime_secs, heartbeat.executor_stats.get(tuple(executor)))
+                        heartbeat.time_secs, heartbeat.uptime_secs, heartbeat.executor_stats.get(tuple(executor)),
+                        heartbeat.checkpoint_marks.get(tuple(executor)))
         return beats
 
     # -- errors ------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from executor.package import (
     is_daemon_key,
     without_daemon_keys,
 )
+from executor.state.provider import CONFIG_KEY
 
 log = logging.getLogger(__name__)
 
@@ -132,22 +133,25 @@ def _topology_file_or_zip(_ctx, _param, value: str) -> str:
     return value
 
 
-def submit_package(client, package: Path, name: str, overrides: Mapping[str, Any], inactive: bool = False) -> str:
-    """Upload a package and submit it as `name`; the new topology's id."""
+def submit_package(client, package: Path, name: str, overrides: Mapping[str, Any], inactive: bool = False,
+                   **start: Any) -> tuple[str, list[str]]:
+    """Upload a package and submit it as `name` (`start`: from which savepoint); the new
+    topology's id, and what Nimbus notes of its start (state it continues)."""
     from executor.package import without_secrets
 
     upload_id = upload(client, package)
-    return client.call("submit", name=name, upload_id=upload_id,
-                       initial_status="inactive" if inactive else "active",
-                       client_timeout_secs=client.timeout_secs,
-                       conf=without_daemon_keys(without_secrets(overrides)))["id"]
+    answer = client.call("submit", name=name, upload_id=upload_id,
+                         initial_status="inactive" if inactive else "active",
+                         client_timeout_secs=client.timeout_secs,
+                         conf=without_daemon_keys(without_secrets(overrides)), **start)
+    return answer["id"], list(answer.get("notes") or ())
 
 
 def new_code(path: Path, conf: Mapping[str, Any], overrides: Mapping[str, Any], tmp: Path):
     """Package the topology at `path` (a .py file or a package .zip); (package, its shapes, its conf
-    with the -c values over it)."""
-    from daemons.swap import structure_shapes
+    as `jar submit` builds it: the packaged defaults and storm.yaml < its own config < -c)."""
     from executor.package import read_manifest
+    from executor.savepoints.shaping import shapes_of
 
     if path.suffix == ".zip":
         package = path
@@ -158,8 +162,8 @@ def new_code(path: Path, conf: Mapping[str, Any], overrides: Mapping[str, Any], 
     else:
         package = tmp / "topology.zip"
         manifest = build_from_topology_file(path, package, conf)
-    topo_conf = {**manifest.conf, **overrides}
-    return package, structure_shapes(manifest.structure(), topo_conf), topo_conf
+    topo_conf = {**without_daemon_keys(conf), **manifest.conf, **overrides}
+    return package, shapes_of(manifest.structure(), topo_conf), topo_conf
 
 
 @jar.command()
@@ -186,31 +190,17 @@ def submit(path, name, inactive, savepoint_id, allow_dropped_state, directory, c
     if (allow_dropped_state or directory) and not savepoint_id:
         raise click.UsageError(f"{'--dir' if directory else '--allow-dropped-state'} goes with --from-savepoint")
     with tempfile.TemporaryDirectory(prefix="storm-py-submit-") as tmp:
-        package, shapes, topo_conf = new_code(path, conf, overrides, Path(tmp))
+        package, _shapes, _topo_conf = new_code(path, conf, overrides, Path(tmp))
         with NimbusSession(conf) as client:
+            if savepoint_id and name in {t["name"] for t in client.call("cluster_info")["topologies"]}:
+                raise click.ClickException(f"topology {name!r} is running: kill it first, or replace it with "
+                                           f"`storm-py swap {name} FILE`")
+            # the provider config goes along (its password: a secret the stored conf leaves out), for
+            # the state the topology starts from: a savepoint, or what its earlier run left
+            start = {"provider_config": conf.get(CONFIG_KEY)}
             if savepoint_id:
-                overrides = {**overrides, **_from_savepoint(client, conf, name, savepoint_id, shapes, topo_conf,
-                                                            allow_dropped_state, directory)}
-            storm_id = submit_package(client, package, name, overrides, inactive)
+                start.update(from_savepoint=savepoint_id, allow_dropped_state=allow_dropped_state, dir=directory)
+            storm_id, notes = submit_package(client, package, name, overrides, inactive, **start)
     click.echo(f"submitted topology {name} as {storm_id}" + (f" from savepoint {savepoint_id}" if savepoint_id else ""))
-
-
-def _from_savepoint(client, conf, name: str, savepoint_id: str, shapes, topo_conf, allow_dropped_state: bool,
-                    directory: str | None = None) -> dict:
-    """Write savepoint `savepoint_id` as the state `name` starts from; the -c values saying so."""
-    from daemons import swap as steps
-    from executor.savepoints.plan import SavepointRefused
-    from executor.state.errors import StateUnavailableError
-
-    if name in {t["name"] for t in client.call("cluster_info")["topologies"]}:
-        raise click.ClickException(f"topology {name!r} is running: kill it first, or replace it with "
-                                   f"`storm-py swap {name} FILE`")
-    try:
-        store = steps.store_for(conf, topo_conf, directory)
-        steps.check_mode(name, topo_conf, "the", str(store.root) if directory else None)
-        with store:
-            manifest = store.manifest(name, savepoint_id)
-            states = steps.shaped(manifest, store.load(manifest), shapes, topo_conf, allow_dropped_state)
-            return steps.start_from(store, manifest, states, shapes)
-    except (SavepointRefused, StateUnavailableError) as exc:
-        raise click.ClickException(str(exc)) from None
+    for note in notes:
+        click.echo(f"note: {name} {note}", err=True)

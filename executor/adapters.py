@@ -143,6 +143,14 @@ class SpoutAdapter(AdapterBase):
     def gauges(self) -> dict[str, Any]:
         return {}
 
+    def bind_status(self, status: Any) -> None:
+        """The worker's TopologyStatus, for an adapter that acts on more than "active" (the
+        checkpoint spout parks when asked); the executor hands it over before open."""
+
+    def checkpoint_mark(self) -> Any:
+        """Its CheckpointMark fields (a dict) for the worker's heartbeat, None if it has none."""
+        return None
+
 
 class PlainSpout(SpoutAdapter):
     """A user's spout that needs nothing beyond Storm's spout API: the executor calls the spout

@@ -22,10 +22,12 @@ log = logging.getLogger(__name__)
 
 
 class TopologyStatus:
-    """Whether the topology is active; read by executor loops on every iteration."""
+    """Whether the topology is active; read by executor loops on every iteration. `park`: a
+    stopping topology's checkpoint spout is asked to start no further checkpoint (a swap)."""
 
     def __init__(self, active: bool = False):
         self.active = active
+        self.park = False
 
     def set_active(self, active: bool) -> None:
         self.active = bool(active)
@@ -88,6 +90,11 @@ class ExecutorBase:
         self.executed = 0         # bolts and ackers: tuples executed
         self.acked = 0            # spouts and ackers: tuple trees completed
         self.failed = 0           # spouts and ackers: tuple trees failed (timeouts included)
+
+    def checkpoint_mark(self):
+        """Its CheckpointMark (cluster_state/records.py) for the worker's heartbeat, None when it
+        takes no part in exactly-once checkpoints (the spout executor's says where it is)."""
+        return None
 
     @property
     def executor_id(self) -> tuple[int, int]:

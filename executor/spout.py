@@ -6,6 +6,7 @@ import logging
 import random
 import time
 
+from cluster_state.records import CheckpointMark
 from executor.base import ExecutorBase
 from executor.checkpoint.protocol import CHECKPOINT_STREAM, QUIET_SINCE
 from executor.checkpoint.spout_side import SpoutBarriers
@@ -77,6 +78,8 @@ class SpoutExecutor(ExecutorBase):
         # rebalancing with a wait): a stateful bolt acks its inputs only at a commit, so without
         # checkpoints the tuples in flight could never finish during the wait.
         self._runs_inactive = all(a.runs_while_inactive for a in self._adapters.values())
+        for adapter in self._adapters.values():
+            adapter.bind_status(self.status)
 
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
@@ -291,6 +294,16 @@ class SpoutExecutor(ExecutorBase):
             if secs:
                 out[f"{SKIPPED_MS}|{reason}"] = secs * 1000.0
         return out
+
+    def checkpoint_mark(self) -> CheckpointMark | None:
+        """A stateful spout's quiet mark and the checkpoint spout's commits (read on the heartbeat
+        thread: plain reads)."""
+        fields: dict = {}
+        for adapter in self._adapters.values():
+            fields.update(adapter.checkpoint_mark() or {})
+        if self._barriers is not None:
+            fields["quiet_since_txid"] = self._barriers.quiet_since
+        return CheckpointMark(**fields) if fields or self._barriers is not None else None
 
     @property
     def spout_active(self) -> bool:

@@ -384,6 +384,15 @@ class Worker:
         return {comp: component_totals(recs)
                 for comp, recs in group_by_component(self.stats_records().values()).items()}
 
+    def checkpoint_marks(self) -> dict[tuple[int, int], Any]:
+        """Per executor taking part in exactly-once checkpoints, its CheckpointMark (the heartbeat's)."""
+        marks = {}
+        for ex in self.executors:
+            mark = ex.checkpoint_mark()
+            if mark is not None:
+                marks[tuple(ex.executor_id)] = mark
+        return marks
+
     def executor_stats(self) -> dict[tuple[int, int], list]:
         """Per executor, the wire form of its record, for the worker's heartbeat."""
         return {ex: to_wire(rec) for ex, rec in self.stats_records().items()}

@@ -241,6 +241,7 @@ class WorkerProcess(Service):
             self._savepoint_dir = request
             self.worker.write_savepoint(request)
         self._wants_active = base.status == STATUS_ACTIVE
+        self.topology_status.park = base.parked
         self.topology_status.set_active(self._wants_active and self.worker.peers_connected())
 
     def _log_config_changed(self, *_event) -> None:
@@ -296,7 +297,8 @@ class WorkerProcess(Service):
         stats = self.worker.executor_stats()
         self.cluster.worker_heartbeat(self.storm_id, self.supervisor_id, self.port, WorkerHeartbeat(
             storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
-            uptime_secs=int(now - self.started_at), executor_stats=stats))
+            uptime_secs=int(now - self.started_at), executor_stats=stats,
+            checkpoint_marks=self.worker.checkpoint_marks()))
         self._flush_errors()
 
     # ------------------------------------------------------------------ errors

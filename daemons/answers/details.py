@@ -43,15 +43,19 @@ class ComponentEntry:
     kind: str                                   # "spout", "bolt", or "acker" (a system component)
     tasks: int
     inputs: tuple[Subscription, ...] = ()
+    stateful: bool = False                      # its tasks keep state (what a savepoint holds)
+    window: Mapping[str, Any] | None = None     # a windowed bolt's window settings (topology.bolts.* keys)
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> ComponentEntry:
         w = WireMap(wire, where)
         return cls(id=w.req("id"), kind=w.req("kind"), tasks=w.req("tasks"),
-                   inputs=w.seq("inputs", Subscription.from_wire, required=False))
+                   inputs=w.seq("inputs", Subscription.from_wire, required=False),
+                   stateful=bool(w.opt("stateful")), window=w.opt("window"))
 
     def to_wire(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "tasks": self.tasks, "inputs": [i.to_wire() for i in self.inputs]}
+        return {"id": self.id, "kind": self.kind, "tasks": self.tasks, "inputs": [i.to_wire() for i in self.inputs],
+                **({"stateful": True} if self.stateful else {}), **({"window": dict(self.window)} if self.window else {})}
 
 
 @dataclass(frozen=True, kw_only=True)

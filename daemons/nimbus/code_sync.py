@@ -98,6 +98,16 @@ class CodeSync:
         log.warning("topology %s has no code on this Nimbus and none could be fetched (%s); retrying in %.0fs",
                     storm_id, "; ".join(failures) or "no other Nimbus is registered", delay)
 
+    def peer_holds(self, peer: str, storm_id: str) -> bool:
+        """Whether Nimbus `peer` holds this topology's code (a swap's new code, before the old
+        topology is removed: a Nimbus that takes over must be able to start it)."""
+        try:
+            self._client(peer).call("download_info", id=storm_id, file=PACKAGE_FILE)
+        except REMOTE_ERRORS as exc:
+            log.debug("Nimbus %s does not hold the code of %s yet: %s", peer, storm_id, exc)
+            return False
+        return True
+
     def _client(self, peer: str) -> RpcClient:
         client = self._clients.get(peer)
         if client is None:

@@ -24,8 +24,10 @@ from cluster_state.records import (
     STATUS_ACTIVE,
     STATUS_INACTIVE,
     STATUS_KILLED,
+    SWAP_ENDED,
     WORKER_ERRORS,
     Assignment,
+    CheckpointMark,
     ErrorInfo,
     StormBase,
 )
@@ -55,11 +57,14 @@ from daemons.nimbus.transitions import (
     Deactivate,
     Event,
     Kill,
+    Park,
     Rebalance,
     RemoveTopology,
     Reschedule,
+    Resume,
     ScheduleTimer,
     Startup,
+    Stop,
     TopologyState,
     apply_to_base,
     state_from_base,
@@ -114,6 +119,9 @@ class NimbusCore:
         self._outage_grace_until = float("-inf")
         self._abandoned: set[str] = set()  # submits undone half-way whose removal ZooKeeper refused
         self._meta: dict[str, _Topology] = {}
+        # New code a swap installed that no swap record names yet (the record is written once the
+        # old topology is stopping): kept by the cleanup all the same.
+        self._installed_pending: set[str] = set()
         self.started_at = clock()
 
     # ------------------------------------------------------------------ recovery
@@ -137,59 +145,115 @@ class NimbusCore:
 
     # ------------------------------------------------------------------ submit
     def submit(self, name: str, package: Path, initial_status: str = STATUS_ACTIVE,
-               overrides: Mapping[str, Any] | None = None, deadline: float | None = None) -> str:
+               overrides: Mapping[str, Any] | None = None, deadline: float | None = None,
+               before_start: Callable[[str, TopologyStructure, Mapping[str, Any]], Mapping[str, Any]] | None = None
+               ) -> str:
         """Validate and install a verified upload, write its storm base and assign it.
         `deadline` (time.monotonic()): when the client stops waiting; a submit that cannot
-        finish before it is undone, so that a client's timeout never leaves a topology behind."""
+        finish before it is undone, so that a client's timeout never leaves a topology behind.
+        `before_start(storm_id, structure, conf)`: run once the code is installed and before
+        anything runs (a start from a savepoint writes its state there); the conf it returns
+        is added to the topology's."""
         validate_topology_name(name)
         try:
             # Every file's digest checked now: a damaged package is refused at submit, not at a supervisor.
             manifest = verify_package(package, max_bytes=int(self.conf["storm.package.max.bytes"]))
             return self.submit_code(name, manifest.structure(), manifest.conf, package, initial_status, overrides,
-                                    deadline=deadline)
+                                    deadline=deadline, before_start=before_start)
         finally:
             package.unlink(missing_ok=True)
 
     def submit_code(self, name: str, structure: TopologyStructure, submitted_conf: Mapping[str, Any], code: Any,
                     initial_status: str = STATUS_ACTIVE, overrides: Mapping[str, Any] | None = None,
-                    deadline: float | None = None) -> str:
+                    deadline: float | None = None,
+                    before_start: Callable[[str, TopologyStructure, Mapping[str, Any]], Mapping[str, Any]] | None = None
+                    ) -> str:
         """Validate a topology, install its `code` (what the store keeps: a package file, or
         LocalCluster's live objects), write its storm base and assign it."""
-        validate_topology_name(name)
         if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
             raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
-        validate_structure(structure)
-        if self.cluster.connection_state is not ConnectionState.CONNECTED:
-            raise UnavailableError(f"Nimbus cannot reach ZooKeeper ({self.cluster.connection_state.value}): "
-                                   f"topology {name!r} was not submitted; submit it again once ZooKeeper is back")
+        self._require_zookeeper(name)
         with self.lock:
             existing = self._id_of(name)
             if existing is not None:
                 raise AlreadyAliveError(self._name_taken(name, existing))
-            now = self.clock()
-            storm_id = f"{name}-{next(self._counter)}-{int(now)}"
-            conf = self._topology_conf(name, storm_id, submitted_conf, overrides or {})
-            structure = for_mode(structure, conf)  # workers wire it so from the same conf
-            check_topology(structure, conf)
-            num_workers = int(conf["topology.workers"])
-            layout = compute_layout(structure, conf, num_workers)
+            storm_id, structure, conf = self._prepare(name, structure, submitted_conf, overrides or {})
+            if before_start is not None:
+                extra = before_start(storm_id, structure, conf)
+                if extra:
+                    conf = {**conf, **extra}
             self.store.install(storm_id, code, conf)
-            self._meta[storm_id] = _Topology(structure, conf)
-            base = StormBase(storm_name=name, launch_time_secs=int(now), status=initial_status,
-                             num_workers=num_workers,
-                             component_executors={c: len(e) for c, e in layout.executors.items()})
-            try:
-                self.cluster.setup_heartbeats(storm_id)
-                self.cluster.activate_storm(storm_id, base)
-                if deadline is not None and time.monotonic() > deadline:
-                    raise UnavailableError(f"submitting topology {name!r} took longer than the client waits "
-                                           "(ZooKeeper slow or unreachable): undone, nothing was submitted")
-                self.mk_assignments()
-            except BaseException:
-                self._undo_submit(storm_id)
-                raise
-        log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
+            self._start_installed(name, storm_id, structure, conf, initial_status, deadline)
         return storm_id
+
+    def install_pending(self, name: str, package: Path, overrides: Mapping[str, Any],
+                        extra_conf: Callable[[str], Mapping[str, Any]]) -> tuple[str, TopologyStructure, dict]:
+        """Validate and install a verified upload as the next code of topology `name` without
+        starting it (a swap starts it once the old code stopped): its id, structure and conf,
+        with `extra_conf(id)` in it (which savepoint it starts from). Nothing is written to
+        ZooKeeper; the code stays until `start_pending` or the cleanup of an ended swap."""
+        validate_topology_name(name)
+        try:
+            manifest = verify_package(package, max_bytes=int(self.conf["storm.package.max.bytes"]))
+            with self.lock:
+                storm_id, structure, conf = self._prepare(name, manifest.structure(), manifest.conf, overrides)
+                conf = {**conf, **extra_conf(storm_id)}
+                self.store.install(storm_id, package, conf)
+                self._installed_pending.add(storm_id)
+            return storm_id, structure, conf
+        finally:
+            package.unlink(missing_ok=True)
+
+    def start_pending(self, name: str, storm_id: str) -> bool:
+        """Start code installed by `install_pending` (idempotent: False if it runs already)."""
+        self._require_zookeeper(name)
+        with self.lock:
+            if self._base_or_none(storm_id) is not None:
+                return False
+            existing = self._id_of(name)
+            if existing is not None:
+                raise AlreadyAliveError(self._name_taken(name, existing))
+            meta = self._topology(storm_id)
+            self._start_installed(name, storm_id, meta.structure, meta.conf, STATUS_ACTIVE, None)
+            self._installed_pending.discard(storm_id)
+            return True
+
+    def _require_zookeeper(self, name: str) -> None:
+        if self.cluster.connection_state is not ConnectionState.CONNECTED:
+            raise UnavailableError(f"Nimbus cannot reach ZooKeeper ({self.cluster.connection_state.value}): "
+                                   f"topology {name!r} was not submitted; submit it again once ZooKeeper is back")
+
+    def _prepare(self, name: str, structure: TopologyStructure, submitted_conf: Mapping[str, Any],
+                 overrides: Mapping[str, Any]) -> tuple[str, TopologyStructure, dict[str, Any]]:
+        """A new topology's id, its structure wired for its mode and its checked conf (the lock held)."""
+        validate_topology_name(name)
+        validate_structure(structure)
+        storm_id = f"{name}-{next(self._counter)}-{int(self.clock())}"
+        conf = self._topology_conf(name, storm_id, submitted_conf, overrides)
+        structure = for_mode(structure, conf)  # workers wire it so from the same conf
+        check_topology(structure, conf)
+        return storm_id, structure, conf
+
+    def _start_installed(self, name: str, storm_id: str, structure: TopologyStructure, conf: Mapping[str, Any],
+                         initial_status: str, deadline: float | None) -> None:
+        """Write the storm base of installed code and assign it (the lock held); undone on failure."""
+        num_workers = int(conf["topology.workers"])
+        layout = compute_layout(structure, conf, num_workers)
+        self._meta[storm_id] = _Topology(structure, conf)
+        base = StormBase(storm_name=name, launch_time_secs=int(self.clock()), status=initial_status,
+                         num_workers=num_workers,
+                         component_executors={c: len(e) for c, e in layout.executors.items()})
+        try:
+            self.cluster.setup_heartbeats(storm_id)
+            self.cluster.activate_storm(storm_id, base)
+            if deadline is not None and time.monotonic() > deadline:
+                raise UnavailableError(f"submitting topology {name!r} took longer than the client waits "
+                                       "(ZooKeeper slow or unreachable): undone, nothing was submitted")
+            self.mk_assignments()
+        except BaseException:
+            self._undo_submit(storm_id)
+            raise
+        log.info("submitted topology %s as %s (%d workers, %s)", name, storm_id, num_workers, initial_status)
 
     def _topology_conf(self, name: str, storm_id: str, submitted: Mapping[str, Any],
                        overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -224,6 +288,39 @@ class NimbusCore:
 
     def deactivate(self, name: str, note: str | None = None) -> None:
         self._event(name, Deactivate(note))
+
+    def stop(self, name: str, wait_secs: float, note: str | None = None) -> None:
+        """Stop at a checkpoint within `wait_secs` (a swap): status stopping, its spouts inactive."""
+        self._event(name, Stop(wait_secs, note))
+
+    def park(self, storm_id: str) -> None:
+        """A stopping topology's checkpoint spout starts no further checkpoint."""
+        with self.lock:
+            self._apply(storm_id, Park())
+
+    def resume(self, storm_id: str) -> None:
+        """A stopping topology goes back to the status it had (its swap gave up)."""
+        with self.lock:
+            if self._base_or_none(storm_id) is not None:
+                self._apply(storm_id, Resume())
+
+    def remove_now(self, storm_id: str) -> None:
+        """Kill and remove at once (a swap's stopped topology): its workers then exit."""
+        with self.lock:
+            if self._base_or_none(storm_id) is not None:
+                self._apply(storm_id, Kill(0.0))
+        self.fire_timers()
+
+    def checkpoint_marks(self, storm_id: str) -> dict[str, list[CheckpointMark | None]]:
+        """Component -> each of its executors' CheckpointMark from their heartbeats (None: not
+        reported yet), for the executors of the current layout."""
+        with self.lock:
+            base = self._base(storm_id)
+            executors = {c: [tuple(e) for e in es] for c, es in self.layout(storm_id, base).executors.items()}
+        assignment = self._assignment_or_none(storm_id)
+        enp = {} if assignment is None else assignment.executor_node_port
+        beats = self.cluster.executor_beats(storm_id, enp) if enp else {}
+        return {c: [beats[e].mark if e in beats else None for e in es] for c, es in executors.items()}
 
     def request_savepoint(self, name: str, directory: str | None) -> None:
         """Ask the workers of `name` to write their tasks' committed state to `directory` (a
@@ -406,10 +503,42 @@ class NimbusCore:
                 self.cluster.teardown_topology_errors(storm_id)
             for storm_id in set(self.cluster.log_config_topologies()) - alive:
                 self.cluster.teardown_log_config(storm_id)
-            for storm_id in set(self.store.stored_ids()) - alive:
+            for storm_id in set(self.store.stored_ids()) - alive - self.pending_code():
                 log.info("removing the code of topology %s, which is gone", storm_id)
                 self.store.remove(storm_id)
                 self._meta.pop(storm_id, None)
+
+    def topology_code(self, storm_id: str) -> tuple[TopologyStructure, Mapping[str, Any]]:
+        """A stored topology's structure (wired for its mode) and conf, running or pending."""
+        with self.lock:
+            meta = self._topology(storm_id)
+            return meta.structure, meta.conf
+
+    def status_of(self, storm_id: str) -> str | None:
+        """The topology's status, None when it is gone."""
+        base = self._base_or_none(storm_id)
+        return None if base is None else base.status
+
+    def slots_of(self, storm_id: str) -> set[tuple[str, int]]:
+        """The (node, port) slots its assignment gives it."""
+        assignment = self._assignment_or_none(storm_id)
+        return set() if assignment is None else {tuple(s) for s in assignment.executor_node_port.values()}
+
+    def drop_pending(self, storm_id: str) -> None:
+        """Forget new code a swap installed and will not start."""
+        with self.lock:
+            self._installed_pending.discard(storm_id)
+            if self._base_or_none(storm_id) is None:
+                self.store.remove(storm_id)
+                self._meta.pop(storm_id, None)
+
+    def pending_code(self) -> set[str]:
+        """The ids of new code swaps have installed and not started yet (kept, and copied to the
+        standby Nimbus daemons, as a running topology's code is)."""
+        recorded = {r.new_id for r in self.cluster.swaps().values() if r.phase not in SWAP_ENDED}
+        with self.lock:
+            self._installed_pending &= set(self.store.stored_ids())
+            return recorded | self._installed_pending
 
     # ------------------------------------------------------------------ information
     def cluster_info(self) -> ClusterInfo:

@@ -36,6 +36,7 @@ from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
 from daemons.nimbus.leader import AlwaysLeader, LeaderLatch, Leadership, election_step
 from daemons.nimbus.seams import TopologyCodeStore
+from daemons.nimbus.swaps.driver import SwapDriver
 from daemons.rpc.protocol import NotLeaderError, UnavailableError, not_leader_message
 from daemons.rpc.server import RpcServer
 from executor.lifecycle import PeriodicThread, Service
@@ -55,6 +56,10 @@ def nimbus_bind_host(conf: Mapping[str, Any]) -> str:
 
 
 ELECTION_POLL_SECS = 1.0
+# A swap's steps: every half second while one is under way (each waits on heartbeats), else a look
+# every few seconds (a Nimbus that took over finds the swaps its predecessor left).
+SWAP_STEP_SECS = 0.5
+SWAP_IDLE_SECS = 5.0
 
 
 def monitor_interval(freq_secs: float, next_timer_in: float | None) -> float:
@@ -81,6 +86,8 @@ class Nimbus(Service):
         self._leader: str | None = None  # host:port of the leader, as the latch last said
         self._leading = False  # the leader and recovered: runs the monitor's writes, accepts writes
         self._register: Callable[[], None] | None = None
+        self._sync: CodeSync | None = None
+        self.swaps: SwapDriver | None = None
         self.me = ""
 
     @property
@@ -137,14 +144,19 @@ class Nimbus(Service):
         freq = float(conf["nimbus.monitor.freq.secs"])
         self._monitor = PeriodicThread("nimbus-monitor", lambda: monitor_interval(freq, core.next_timer_in()),
                                        self._monitor_round)
+        self.swaps = SwapDriver(core, self._code_replicated)
+        self._swap_thread = PeriodicThread("nimbus-swaps", lambda: SWAP_STEP_SECS if self.swaps.busy else SWAP_IDLE_SECS,
+                                           self._swap_round)
         if self._serve_rpc:
             max_package = int(conf["storm.package.max.bytes"])
-            handlers = make_handlers(core, store, max_package, self._monitor.wake,
-                                     require_leader=self.require_leader, nimbus_rows=self.nimbus_rows)
+            handlers = make_handlers(core, store, max_package, self._after_change,
+                                     require_leader=self.require_leader, nimbus_rows=self.nimbus_rows,
+                                     swaps=self.swaps)
             self.rpc = self.start_child(RpcServer(
                 host, port, handlers,
                 secret=conf.get("nimbus.authentication.secret"), name="nimbus-rpc", curve=curve_keys(conf)))
         self.start_child(self._monitor)
+        self.start_child(self._swap_thread)
         if isinstance(self._latch, LeaderLatch):
             self._latch.identity_owned = self.rpc is not None
             if self.rpc is not None and not self._leading and self._leader == self.me:
@@ -153,14 +165,32 @@ class Nimbus(Service):
                 self._election_round()
             self._election = self.start_child(PeriodicThread("nimbus-election", ELECTION_POLL_SECS,
                                                              self._election_round, run_at_start=False))
-            sync = CodeSync(conf, store, core.lock, active=cluster.active_storms, leading=lambda: self._leading,
-                            peers=lambda: nimbuses.peers(cluster.nimbus_registrations(), self._leader, self.me))
+            sync = self._sync = CodeSync(
+                conf, store, core.lock, active=lambda: [*cluster.active_storms(), *core.pending_code()],
+                leading=lambda: self._leading,
+                peers=lambda: nimbuses.peers(cluster.nimbus_registrations(), self._leader, self.me))
             self.on_stop(sync.close, "code sync clients")
             self.start_child(PeriodicThread("nimbus-code-sync", float(conf["nimbus.code.sync.freq.secs"]),
                                             sync.run_round))
         if self.rpc is not None:
             log.info("Nimbus running on %s:%s (local dir %s), %s", self.rpc.host, self.rpc.port, store.root,
                      "the leader" if self._leading else f"a standby (the leader is {self._leader or 'not known'})")
+
+    def _after_change(self) -> None:
+        """After an event that may arm a timer or start a swap: the monitor and the swaps now."""
+        self._monitor.wake()
+        self._swap_thread.wake()
+
+    def _swap_round(self) -> None:
+        if self._leading:  # a standby writes nothing; the leader that takes over goes on
+            self.swaps.round()
+
+    def _code_replicated(self, storm_id: str) -> bool:
+        """Whether every other registered Nimbus holds this code (LocalCluster: no other)."""
+        if self._sync is None:
+            return True
+        peers = nimbuses.peers(self.core.cluster.nimbus_registrations(), self._leader, self.me)
+        return all(self._sync.peer_holds(peer, storm_id) for peer in peers)
 
     def _wake_election(self) -> None:
         if self._election is not None:

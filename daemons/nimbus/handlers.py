@@ -3,7 +3,11 @@
 Operations (args -> result):
     begin_upload {size, checksum}                  -> {upload_id, chunk_bytes}
     upload_chunk {upload_id, offset, data}         -> {received}
-    submit {name, upload_id, initial_status?}      -> {id}
+    submit {name, upload_id, initial_status?, from_savepoint?, allow_dropped_state?, dir?, provider_config?}
+                                                   -> {id, notes}
+    swap {name, upload_id, conf?, wait_secs, allow_dropped_state?, dir?, provider_config?}
+                                                   -> the swap's record (daemons/nimbus/swaps/)
+    swap_status {name}                             -> the swap's record, or None
     kill {name, wait_secs?} / activate {name} / deactivate {name, note?}
     rebalance {name, wait_secs?, num_workers?, executors?: {component: n}}
     cluster_info {}                                -> supervisors and topologies
@@ -26,23 +30,28 @@ answer with the to_wire() of the classes in daemons/answers/.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, Callable
 
+from cluster_state.records import SwapRecord
 from daemons.answers.cluster import NimbusRow
 from daemons.nimbus.code_store import CodeStore, UploadError, UploadTooLargeError
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.log_config_ops import log_config_handlers
+from daemons.nimbus.swaps import starts
+from daemons.nimbus.swaps.driver import SwapDriver
 from daemons.nimbus.transitions import MAX_WAIT_SECS
 from daemons.rpc.code_transfer import CHUNK_BYTES
 from daemons.rpc.protocol import BadRequestError, TooLargeError, arg
 from executor.errors import NotAliveError
 from executor.package import file_checksum, masked
+from executor.state.provider import CONFIG_KEY
 
 
 def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
                   after_change: Callable[[], Any], *, require_leader: Callable[[], None] | None = None,
-                  nimbus_rows: Callable[[], list[NimbusRow]] | None = None) -> dict[str, Callable[[dict], Any]]:
+                  nimbus_rows: Callable[[], list[NimbusRow]] | None = None,
+                  swaps: SwapDriver | None = None) -> dict[str, Callable[[dict], Any]]:
     """`after_change` runs after an event that may schedule a timer (wakes the monitor)."""
 
     def begin_upload(a: dict) -> dict:
@@ -72,9 +81,40 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         # cannot finish in time is undone rather than left to start after the client gave up.
         waits = arg(a, "client_timeout_secs", (int, float), None) or float(core.conf["nimbus.thrift.timeout"])
         deadline = time.monotonic() + max(0.5, 0.8 * float(waits))
+        savepoint = arg(a, "from_savepoint", str, None)
+        more = {**core.conf, **_provider_conf(a)}
+        notes: list[str] = []
+        if savepoint:
+            before = starts.from_savepoint(name, savepoint, arg(a, "allow_dropped_state", bool, False),
+                                           arg(a, "dir", str, None), more)
+        else:
+            before = starts.continuing(name, more, notes)
         with core.lock:
             package = _upload(lambda: store.finish_upload(upload_id))
-        return {"id": _upload(lambda: core.submit(name, package, status, overrides, deadline=deadline))}
+        storm_id = _upload(lambda: core.submit(name, package, status, overrides, deadline=deadline,
+                                               before_start=before))
+        return {"id": storm_id, "notes": notes}
+
+    def swap(a: dict) -> dict:
+        if swaps is None:
+            raise BadRequestError("this Nimbus runs no swaps")
+        name = arg(a, "name", str)
+        upload_id = arg(a, "upload_id", str)
+        wait = _wait(a)
+        if wait is None or wait < 1:
+            raise BadRequestError(f"swap {name}: wait must be at least a second, got {wait}")
+        with core.lock:
+            package = _upload(lambda: store.finish_upload(upload_id))
+        record = swaps.begin(name, package, arg(a, "conf", dict, {}), wait, arg(a, "allow_dropped_state", bool, False),
+                             arg(a, "dir", str, None), _provider_conf(a))
+        after_change()
+        return _record(record)
+
+    def swap_status(a: dict) -> dict | None:
+        if swaps is None:
+            return None
+        record = swaps.status(arg(a, "name", str))
+        return None if record is None else _record(record)
 
     def kill(a: dict) -> dict:
         seconds = core.kill(arg(a, "name", str), _wait(a))
@@ -146,7 +186,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
     handlers = {
         "begin_upload": begin_upload, "upload_chunk": upload_chunk, "submit": submit,
         "kill": kill, "activate": activate, "deactivate": deactivate, "rebalance": rebalance,
-        "request_savepoint": request_savepoint,
+        "request_savepoint": request_savepoint, "swap": swap, "swap_status": swap_status,
         "cluster_info": cluster_info,
         "topology_info": needs_code(lambda a: core.topology_info(arg(a, "name", str)).to_wire(), "name"),
         "topology_details": needs_code(lambda a: core.topology_details(arg(a, "name", str)).to_wire(), "name"),
@@ -162,7 +202,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
 
 # Refused by a standby Nimbus (Storm's Nimbus.java assertIsLeader).
 WRITES = ("begin_upload", "upload_chunk", "submit", "kill", "activate", "deactivate", "rebalance",
-          "set_log_config", "request_savepoint")
+          "set_log_config", "request_savepoint", "swap")
 
 
 def _leader_only(fn: Callable[[dict], Any], require_leader: Callable[[], None]) -> Callable[[dict], Any]:
@@ -178,6 +218,16 @@ def _wait(a: dict) -> float | None:
     if wait is not None and not (0 <= wait < MAX_WAIT_SECS):
         raise BadRequestError(f"wait must be a number of seconds from 0 to {MAX_WAIT_SECS:g}, got {wait}")
     return wait
+
+
+def _provider_conf(a: dict) -> dict:
+    """The state provider config a client sent (a password its storm.yaml has), kept in memory only."""
+    config = arg(a, "provider_config", dict, None)
+    return {CONFIG_KEY: config} if config else {}
+
+
+def _record(record: SwapRecord) -> dict:
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 def _upload(fn):

@@ -25,9 +25,11 @@ from daemons.answers.details import (
 from daemons.nimbus import health
 from daemons.nimbus.liveness import Seen
 from executor.checkpoint.stall import checkpoint_stall
+from executor.checkpoint.wiring import STATEFUL_BOLT, STATEFUL_SPOUT
 from executor.layout import TopologyLayout
 from executor.savepoints import SAVEPOINT_KEY
 from executor.structure import ComponentStructure
+from executor.windowing.spec import WINDOW_KEYS, is_window_conf
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,10 @@ def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: fl
             inputs=() if spec is None else tuple(
                 Subscription(component=sub.source, stream=sub.stream, grouping=sub.grouping.kind,
                              fields=None if sub.grouping.fields is None else tuple(sub.grouping.fields.to_list()))
-                for sub in spec.inputs)))
+                for sub in spec.inputs),
+            stateful=spec is not None and bool(spec.conf.get(STATEFUL_BOLT) or spec.conf.get(STATEFUL_SPOUT)),
+            window=None if spec is None or not is_window_conf(spec.conf) else
+            {k: spec.conf[k] for k in WINDOW_KEYS if spec.conf.get(k) is not None}))
         for ex in f.layout.executors[comp]:
             node, port = enp.get(ex, (None, None))
             beat = f.beats.get(ex)

@@ -4,11 +4,12 @@
 (see `apply_to_base`) and executes the actions in order. `now` is epoch seconds, passed in so a
 test drives the machine with a fake clock.
 
-    status       activate  deactivate  kill      rebalance    startup   remove   do-rebalance
-    active       (no-op)   inactive    killed    rebalancing  (no-op)   ignored  ignored
-    inactive     active    (no-op)     killed    rebalancing  (no-op)   ignored  ignored
-    killed       ILLEGAL   ILLEGAL     killed    ILLEGAL      re-arm    removed  ignored
-    rebalancing  ILLEGAL   ILLEGAL     killed    ILLEGAL      re-arm    ignored  prev status
+    status       activate  deactivate  kill      rebalance    stop      startup   remove   do-rebalance  stop-timeout
+    active       (no-op)   inactive    killed    rebalancing  stopping  (no-op)   ignored  ignored       ignored
+    inactive     active    (no-op)     killed    rebalancing  stopping  (no-op)   ignored  ignored       ignored
+    killed       ILLEGAL   ILLEGAL     killed    ILLEGAL      ILLEGAL   re-arm    removed  ignored       ignored
+    rebalancing  ILLEGAL   ILLEGAL     killed    ILLEGAL      ILLEGAL   re-arm    ignored  prev status   ignored
+    stopping     active    ILLEGAL     killed    ILLEGAL      ILLEGAL   re-arm    ignored  ignored       prev status
 
 - kill: status `killed` at once (workers see a non-active status and deactivate their spouts);
   the topology is removed after the wait (default: its `topology.message.timeout.secs`). A
@@ -20,7 +21,13 @@ test drives the machine with a fake clock.
 - The deadline is stored as absolute epoch seconds in the storm base, so a restarted Nimbus
   (`Startup`) re-arms the timer for the time that remains and a waiting kill or rebalance
   survives the restart.
-- Timer events (`Remove`, `DoRebalance`) never raise: one that finds another status (e.g. the
+- stop (a swap, daemons/nimbus/swaps/; Flink's stop-with-savepoint): status `stopping` (the
+  spouts inactive, as for a deactivate) until the deadline, remembering the status to return to.
+  `Park` asks the checkpoint spout to start no further checkpoint (the stop's checkpoint has
+  committed); `Resume` (the swap gave up) and the deadline's timer return to the remembered
+  status, so a swap whose client or Nimbus died never leaves the topology stopped; an activate
+  returns to active at once (the swap then gives up too).
+- Timer events (`Remove`, `DoRebalance`, `StopTimeout`) never raise: one that finds another status (e.g. the
   rebalance timer of a topology killed meanwhile) is ignored, as Storm ignores it, and one that
   fires before the deadline re-arms itself.
 - User events that make no sense in the status raise `IllegalTransitionError`.
@@ -36,6 +43,7 @@ from cluster_state.records import (
     STATUS_INACTIVE,
     STATUS_KILLED,
     STATUS_REBALANCING,
+    STATUS_STOPPING,
     StormBase,
 )
 from executor.errors import InvalidTopologyError
@@ -92,6 +100,36 @@ class Rebalance:
 
 
 @dataclass(frozen=True)
+class Stop:
+    """Stop at a checkpoint within `wait_secs` (a swap); `note` says why, while it lasts."""
+
+    wait_secs: float
+    note: str | None = None
+    name = "stop"
+
+
+@dataclass(frozen=True)
+class Park:
+    """A stopping topology's checkpoint spout starts no further checkpoint."""
+
+    name = "park"
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A stopping topology goes back to the status it had (its swap gave up)."""
+
+    name = "resume"
+
+
+@dataclass(frozen=True)
+class StopTimeout:
+    """Timer: a stop's deadline passed."""
+
+    name = "stop-timeout"
+
+
+@dataclass(frozen=True)
 class Startup:
     """Nimbus (re)started and found this topology in ZooKeeper."""
 
@@ -112,7 +150,7 @@ class DoRebalance:
     name = "do-rebalance"
 
 
-Event = Union[Activate, Deactivate, Kill, Rebalance, Startup, Remove, DoRebalance]
+Event = Union[Activate, Deactivate, Kill, Rebalance, Stop, Park, Resume, Startup, Remove, DoRebalance, StopTimeout]
 
 # ------------------------------------------------------------------ actions
 
@@ -170,7 +208,8 @@ class TopologyState:
     wait_secs: float | None = None
     rebalance_num_workers: int | None = None
     rebalance_executors: Mapping[str, int] | None = field(default=None)
-    note: str | None = None   # an inactive topology's reason (a swap in progress)
+    note: str | None = None   # an inactive or stopping topology's reason (a swap in progress)
+    park: bool = False        # stopping: its checkpoint spout starts no further checkpoint
 
 
 def transition(state: TopologyState, event: Event, now: float) -> tuple[TopologyState | None, tuple[Action, ...]]:
@@ -184,14 +223,21 @@ def transition(state: TopologyState, event: Event, now: float) -> tuple[Topology
     if isinstance(event, Startup):
         timer = pending_timer(state, now)
         return state, (() if timer is None else (timer,))
-    if isinstance(event, (Remove, DoRebalance)):
+    if isinstance(event, (Remove, DoRebalance, StopTimeout)):
         return _on_timer(state, event, now)
     if isinstance(event, Kill):
         return _kill(state, event, now)
-    if status in (STATUS_KILLED, STATUS_REBALANCING):
+    if status == STATUS_STOPPING:
+        return _while_stopping(state, event)
+    if status in (STATUS_KILLED, STATUS_REBALANCING) or isinstance(event, (Park, Resume)):
         raise IllegalTransitionError(state.name, status, event.name)
     if isinstance(event, Activate):
         return _set(replace(state, note=None), STATUS_ACTIVE)
+    if isinstance(event, Stop):
+        deadline = now + event.wait_secs
+        new = replace(state, status=STATUS_STOPPING, prev_status=status, deadline_secs=deadline,
+                      wait_secs=event.wait_secs, note=event.note, park=False)
+        return new, (SetStatus(STATUS_STOPPING), ScheduleTimer(deadline, StopTimeout()))
     if isinstance(event, Deactivate):
         return _set(replace(state, note=event.note), STATUS_INACTIVE)
     if isinstance(event, Rebalance):
@@ -204,13 +250,31 @@ def transition(state: TopologyState, event: Event, now: float) -> tuple[Topology
     raise TypeError(f"not a topology event: {event!r}")
 
 
+_TIMERS = {STATUS_KILLED: Remove, STATUS_REBALANCING: DoRebalance, STATUS_STOPPING: StopTimeout}
+
+
 def pending_timer(state: TopologyState, now: float) -> ScheduleTimer | None:
-    """The timer a killed or rebalancing topology waits for (what a restarted Nimbus re-arms)."""
-    if state.status not in (STATUS_KILLED, STATUS_REBALANCING):
+    """The timer a killed, rebalancing or stopping topology waits for (what a restarted Nimbus re-arms)."""
+    timer = _TIMERS.get(state.status)
+    if timer is None:
         return None
     # A base written without a deadline (by hand, or by an older Nimbus) waits the default again.
     at = state.deadline_secs if state.deadline_secs is not None else now + state.message_timeout_secs
-    return ScheduleTimer(at, Remove() if state.status == STATUS_KILLED else DoRebalance())
+    return ScheduleTimer(at, timer())
+
+
+def _while_stopping(state: TopologyState, event: Event) -> tuple[TopologyState, tuple[Action, ...]]:
+    if isinstance(event, Park):
+        return (state, ()) if state.park else (replace(state, park=True), (SetStatus(STATUS_STOPPING),))
+    if isinstance(event, (Resume, Activate)):
+        back = STATUS_ACTIVE if isinstance(event, Activate) else (state.prev_status or STATUS_ACTIVE)
+        return _back_from_stopping(state, back)
+    raise IllegalTransitionError(state.name, STATUS_STOPPING, event.name)
+
+
+def _back_from_stopping(state: TopologyState, status: str) -> tuple[TopologyState, tuple[Action, ...]]:
+    new = replace(state, status=status, prev_status=None, deadline_secs=None, wait_secs=None, note=None, park=False)
+    return new, (SetStatus(status),)
 
 
 def _check_arguments(state: TopologyState, event: Event) -> None:
@@ -247,15 +311,16 @@ def _kill(state: TopologyState, event: Kill, now: float) -> tuple[TopologyState,
     return new, (SetStatus(STATUS_KILLED), ScheduleTimer(deadline, Remove()))
 
 
-def _on_timer(state: TopologyState, event: Remove | DoRebalance,
+def _on_timer(state: TopologyState, event: Remove | DoRebalance | StopTimeout,
               now: float) -> tuple[TopologyState | None, tuple[Action, ...]]:
-    expected = STATUS_KILLED if isinstance(event, Remove) else STATUS_REBALANCING
-    if state.status != expected:
+    if _TIMERS.get(state.status) is not type(event):
         return state, ()  # a stale timer (e.g. the topology was killed while rebalancing)
     if state.deadline_secs is not None and now < state.deadline_secs:
         return state, (ScheduleTimer(state.deadline_secs, event),)  # fired early: wait on
     if isinstance(event, Remove):
         return None, (RemoveTopology(),)
+    if isinstance(event, StopTimeout):
+        return _back_from_stopping(state, state.prev_status or STATUS_ACTIVE)
     executors = dict(state.component_executors)
     executors.update(state.rebalance_executors or {})  # Storm merges the overrides into the old map
     workers = state.rebalance_num_workers or state.num_workers
@@ -270,6 +335,8 @@ def _on_timer(state: TopologyState, event: Remove | DoRebalance,
 
 _ACTION_KILL = "kill"
 _ACTION_REBALANCE = "rebalance"
+_ACTION_STOP = "stop"
+_ACTIONS = {STATUS_KILLED: _ACTION_KILL, STATUS_REBALANCING: _ACTION_REBALANCE, STATUS_STOPPING: _ACTION_STOP}
 
 
 def state_from_base(topology_id: str, base: StormBase, message_timeout_secs: float) -> TopologyState:
@@ -279,23 +346,26 @@ def state_from_base(topology_id: str, base: StormBase, message_timeout_secs: flo
     return TopologyState(
         topology_id=topology_id, name=base.storm_name, status=base.status, num_workers=base.num_workers,
         component_executors=dict(base.component_executors), message_timeout_secs=message_timeout_secs,
-        prev_status=base.prev_status if base.status == STATUS_REBALANCING else None,
+        prev_status=base.prev_status if base.status in (STATUS_REBALANCING, STATUS_STOPPING) else None,
         deadline_secs=opts.get("deadline_secs"), wait_secs=opts.get("wait_secs"),
         rebalance_num_workers=opts.get("num_workers"),
         rebalance_executors=None if executors is None else dict(executors),
-        note=base.inactive_note)
+        note=base.inactive_note, park=bool(opts.get("park")) if base.status == STATUS_STOPPING else False)
 
 
 def apply_to_base(base: StormBase, state: TopologyState) -> StormBase:
     """`base` updated with the state's status, pending action and counts (what SetStatus writes)."""
     opts: dict[str, Any] | None = None
-    if state.status in (STATUS_KILLED, STATUS_REBALANCING):
-        opts = {"action": _ACTION_KILL if state.status == STATUS_KILLED else _ACTION_REBALANCE,
-                "deadline_secs": state.deadline_secs, "wait_secs": state.wait_secs}
+    if state.status in _ACTIONS:
+        opts = {"action": _ACTIONS[state.status], "deadline_secs": state.deadline_secs, "wait_secs": state.wait_secs}
         if state.status == STATUS_REBALANCING:
             opts["num_workers"] = state.rebalance_num_workers
             opts["component_executors"] = (None if state.rebalance_executors is None
                                            else dict(state.rebalance_executors))
+        if state.status == STATUS_STOPPING:
+            opts["park"] = state.park
+            if state.note:
+                opts["note"] = state.note
     elif state.status == STATUS_INACTIVE and state.note:
         opts = {"note": state.note}
     return replace(base, status=state.status, prev_status=state.prev_status, num_workers=state.num_workers,

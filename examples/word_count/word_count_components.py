@@ -180,8 +180,10 @@ class CountBolt(BaseStatefulWindowedBolt):
     """Running count per word in its state, updated once per tumbling window: for every word of
     the window it emits (run, word, count) anchored to the window's tuples of that word. The
     counts and the window's own contents are checkpointed: with a durable state provider
-    (topology.state.provider: redis) they survive a worker's death, a rebalance and a restart of
-    the topology under the same name; with the default (memory) a restarted task starts a new run."""
+    (topology.state.provider: redis) they survive a worker's death, a rebalance, a restart of the
+    topology under the same name and a swap to another parallelism (its state is keyed by word
+    alone, so each word's count moves to the task the grouping then gives it); with the default
+    (memory) a restarted task starts a new run."""
 
     def __init__(self, window_secs: float = 0.5):
         super().__init__()
@@ -192,16 +194,13 @@ class CountBolt(BaseStatefulWindowedBolt):
 
     def prepare(self, conf, context, collector):
         self.collector = collector
+        # The run a word's counts belong to is kept with its count: a state that lives on
+        # (redis) keeps adding to it wherever the word goes, a fresh one (a restarted task's
+        # memory state) starts another run.
         self.fresh_run = f"{conf.get('storm.id') or 'run'}-{context.this_task_id}-{uuid.uuid4().hex[:8]}"
 
     def init_state(self, state):
         self.state = state
-        # The run a count belongs to is the state's: a state that lives on (redis) keeps adding
-        # to its run, a fresh one (a restarted task's memory state) starts another.
-        self.run = state.get(RUN_KEY)
-        if self.run is None:
-            self.run = self.fresh_run
-            state.put(RUN_KEY, self.run)
 
     def execute(self, window):
         by_word: dict[str, list] = {}
@@ -209,22 +208,20 @@ class CountBolt(BaseStatefulWindowedBolt):
             by_word.setdefault(t.values[0], []).append(t)
         state = self.state
         for word, inputs in by_word.items():
-            count = state.get(word, 0) + len(inputs)
-            state.put(word, count)
+            run, count = state.get(word) or (self.fresh_run, 0)
+            count += len(inputs)
+            state.put(word, [run, count])
             # The row completes its inputs' trees only once the sink has committed it.
-            self.collector.emit([self.run, word, count], anchors=inputs)
+            self.collector.emit([run, word, count], anchors=inputs)
 
 
-RUN_KEY = "$run"
-
-
-def build_topology(table: str = TABLE, spout=None, sink_options=None):
+def build_topology(table: str = TABLE, spout=None, sink_options=None, count_tasks: int = 2, spout_tasks: int = 1):
     """sentences -> split -> count -> store (the Spark sink at `table`); the spout by default is
     SentenceSpout, which needs topology.state.exactly.once: true (topology.py sets it)."""
     builder = TopologyBuilder()
-    builder.set_spout("sentences", spout if spout is not None else SentenceSpout(), 1)
+    builder.set_spout("sentences", spout if spout is not None else SentenceSpout(), spout_tasks)
     builder.set_bolt("split", SplitSentenceBolt(), 2).shuffle_grouping("sentences")
-    builder.set_bolt("count", CountBolt(), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("count", CountBolt(), count_tasks).fields_grouping("split", ["word"])
     # (run, word, count) identifies a count: a replayed one is dropped when the table is read.
     options = {"dedupe_fields": ["run", "word", "count"], "flush_interval_secs": 0.5, **(sink_options or {})}
     builder.set_bolt("store", SparkSinkBolt(table, path_key=TABLE_KEY, **options), 1).shuffle_grouping("count")

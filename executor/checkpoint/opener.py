@@ -15,10 +15,9 @@ RETRY_SECS = 1.0
 
 class StateOpener:
     def __init__(self, conf: Mapping[str, Any], namespace: str, report: Callable[[BaseException], None],
-                 clock: Callable[[], float] = time.monotonic, index: int | None = None):
+                 clock: Callable[[], float] = time.monotonic):
         self.conf = conf
         self.namespace = namespace
-        self.index = index  # the task's index in its component (a generation's keys name it)
         self._report = report
         self._clock = clock
         self._next_try = 0.0
@@ -34,7 +33,7 @@ class StateOpener:
         self._next_try = now + RETRY_SECS
         from executor.state.provider import open_state
         try:
-            self.state = open_state(self.conf, self.namespace, self.index)
+            self.state = open_state(self.conf, self.namespace)
         except Exception as exc:
             log.warning("state %s: %s", self.namespace, exc)
             self._report(exc)

@@ -24,6 +24,8 @@ TX_RECORD_KEY = "__state"
 COMMITTED = "COMMITTED"
 PREPARING = "PREPARING"
 COMMITTING = "COMMITTING"
+# ... and when its last checkpoint committed (epoch seconds), beside the record
+COMMITTED_AT_KEY = "__committed_at"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,18 @@ class TxState:
 
 
 INITIAL = TxState(-1, COMMITTED)
+
+
+def last_committed_of(record: TxState | None) -> int | None:
+    """The last checkpoint committed whole by the checkpoint spout's record (None: none yet,
+    or one is being committed: COMMITTING)."""
+    if record is None:
+        return None
+    if record.state == COMMITTED:
+        return record.txid if record.txid >= 0 else None
+    if record.state == PREPARING:
+        return record.txid - 1 if record.txid >= 1 else None
+    return None
 
 # The task a CHECKPOINT_FAILED control row names when a task's committed state is gone: the
 # checkpoint spout then starts every task's state afresh (see restore_plan).
@@ -155,11 +169,12 @@ class Barrier:
 
 
 def state_namespace(conf, context) -> str:
-    """Where a task keeps its state: per topology name (so that two topologies sharing a Redis
-    never share state, while a topology killed and submitted again under its name continues
-    from its last commit), component and task (Storm's componentId-taskId)."""
+    """Where a task keeps its state (executor/state/kv.py task_namespace): its topology's name,
+    component and index in the component."""
+    from executor.state.kv import task_namespace
+
     name = conf.get("topology.name") or context.storm_id
-    return f"{name}/{context.this_component_id}-{context.this_task_id}"
+    return task_namespace(name, context.this_component_id, context.this_task_index)
 
 
 def checkpoint_input_tasks(context) -> int:

@@ -15,12 +15,14 @@ from executor.checkpoint.protocol import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM,
     COMMITTED,
+    COMMITTED_AT_KEY,
     COMMITTING,
     INITIAL,
     PREPARING,
     STATE_LOST,
     TX_RECORD_KEY,
     TxState,
+    last_committed_of,
     state_namespace,
 )
 from executor.checkpoint.sealing import sealed
@@ -64,6 +66,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
         # What "every task afresh" goes back to: nothing, or the savepoint the topology started
         # from (the memory provider's start directory: executor/state/memory.py)
         self._start_tx: TxState = INITIAL
+        self._status = None                            # the worker's TopologyStatus (bind_status): park
         # what the UI and metrics show (executor/checkpoint/stats.py reads them)
         self.last_committed_txid: int | None = None
         self.last_committed_at: float | None = None   # time.time()
@@ -79,7 +82,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
     def open(self, conf, context, collector) -> None:
         self._collector = collector
         self._namespace = state_namespace(conf, context)
-        self._opener = StateOpener(conf, self._namespace, self._report, index=context.this_task_index)
+        self._opener = StateOpener(conf, self._namespace, self._report)
         self._interval = max(_MIN_INTERVAL_MS, int(conf.get("topology.state.checkpoint.interval.ms") or 1000)) / 1000
         self._recovering = True
         self._in_progress = False
@@ -112,14 +115,33 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._start_tx = INITIAL if start is None else TxState(start, COMMITTED)
         if raw is None:
             self._save(INITIAL)
-        if tx.state == COMMITTED and tx.txid >= 0:
-            self.last_committed_txid = tx.txid
+        committed = last_committed_of(tx)
+        if committed is not None:
+            self.last_committed_txid = committed
+            at = state.get(COMMITTED_AT_KEY)
+            self.last_committed_at = float(at) if isinstance(at, (int, float)) else None
         log.info("checkpoint spout %s: starting from %s", self._namespace, tx)
         return True
 
     def savepoint_state(self):
         """Its record, for a directory savepoint (executor/worker.py write_savepoint), or None."""
         return self._state
+
+    def bind_status(self, status) -> None:
+        self._status = status
+
+    @property
+    def parked(self) -> bool:
+        """Asked to park (a stopping topology) with nothing in progress: no checkpoint starts."""
+        status = self._status
+        return (status is not None and status.park and not self._in_progress and not self._recovering
+                and self._tx.state == COMMITTED)
+
+    def checkpoint_mark(self) -> dict:
+        """SpoutAdapter.checkpoint_mark: the last commit (as its state records it) and whether it
+        is parked."""
+        return {"committed_txid": self.last_committed_txid, "committed_secs": self.last_committed_at,
+                "parked": self.parked}
 
     def next_tuple(self) -> None:
         if self._in_progress or (self._retry_secs and time.monotonic() < self._retry_at) or not self._try_open():
@@ -142,6 +164,8 @@ class CheckpointSpout(SpoutAdapter, Spout):
             self._emit(self._tx.txid, self._tx.next_action(True))
         elif self._tx.state != COMMITTED or time.monotonic() - self._last_checkpoint >= self._interval:
             if self._tx.state == COMMITTED:
+                if self._status is not None and self._status.park:
+                    return  # a stop: the checkpoint behind the spouts' last tuples committed
                 if not self._save(self._tx.next_state(False)):
                     return
                 self._last_checkpoint = time.monotonic()
@@ -204,9 +228,11 @@ class CheckpointSpout(SpoutAdapter, Spout):
         if self._recovering and before.state == PREPARING:  # a ROLLBACK went through
             self._rolled_back = True
             self.rollbacks += 1
-        if self._save(nxt) and before.state == COMMITTING:
+        committing = before.state == COMMITTING
+        now = time.time()
+        if self._save(nxt, committed_at=now if committing else None) and committing:
             self.last_committed_txid = before.txid
-            self.last_committed_at = time.time()
+            self.last_committed_at = now
             if not self._recovering and self._last_checkpoint:
                 secs = time.monotonic() - self._last_checkpoint
                 self.commits += 1
@@ -226,11 +252,14 @@ class CheckpointSpout(SpoutAdapter, Spout):
                      self._namespace, msg_id, self._tx, self._retry_secs)
         self._start_recovery()
 
-    def _save(self, tx: TxState) -> bool:
-        """Record the transaction state durably before acting on it; if the provider is away the
-        spout recovers (and so retries) once it is back."""
+    def _save(self, tx: TxState, committed_at: float | None = None) -> bool:
+        """Record the transaction state durably before acting on it (with the time of a commit
+        it completes: a restarted spout reports the topology's last commit, not its own start);
+        if the provider is away the spout recovers (and so retries) once it is back."""
         try:
             self._state.put(TX_RECORD_KEY, tx.to_wire())
+            if committed_at is not None:
+                self._state.put(COMMITTED_AT_KEY, committed_at)
             # its own sequence for the provider's txid: rises across restarts, unlike the txid
             self._save_seq = max(self._save_seq + 1, time.time_ns())
             self._state.prepare_commit(self._save_seq)

@@ -49,8 +49,7 @@ class StatefulSpoutAdapter(SpoutAdapter):
 
     def open(self, conf, context, collector) -> None:
         self._where = f"stateful spout {context.this_component_id}:{context.this_task_id}"
-        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error,
-                                   index=context.this_task_index)
+        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self.user.open(conf, context, collector)
         self.ack = self.user.ack  # per tuple: the executor calls the spout's own (as opened) directly
         self._open_state()

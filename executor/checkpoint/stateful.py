@@ -125,8 +125,7 @@ class StatefulBoltAdapter(CheckpointHandler):
         return f"stateful bolt {self._name()}"
 
     def prepare_inner(self, conf, context, collector) -> None:
-        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error,
-                                   index=context.this_task_index)
+        self._opener = StateOpener(conf, state_namespace(conf, context), collector.report_error)
         self._tracking = AckTrackingCollector(collector, f"{context.this_component_id!r} task {context.this_task_id}",
                                               hold_acks=not self.exactly_once)
         self._inner.prepare(conf, context, self._tracking)

@@ -17,5 +17,6 @@ The steps, against Nimbus and a store, are daemons/swap.py's (the CLI: daemons/c
 
 # The topology config a start from a savepoint sets: which savepoint (storm-py list, the UI), and
 # for the memory provider the start directory its tasks load (executor/state/memory.py).
+from executor.state.task_files import START_DIR_KEY as SAVEPOINT_DIR_KEY  # noqa: E402, F401  (re-exported)
+
 SAVEPOINT_KEY = "topology.state.savepoint"
-SAVEPOINT_DIR_KEY = "topology.state.savepoint.dir"

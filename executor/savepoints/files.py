@@ -9,8 +9,8 @@ only in the workers, so the workers write it):
                                                  code, and start.json; the memory provider loads
                                                  them (topology.state.savepoint.dir)
 
-A task's file holds {"txid": its committed txid, "values": {msgpack key: msgpack value}}, the
-form the redis provider stores, so that plan.py and keyed.py move both alike."""
+A task's file and the start directory are executor/state/task_files.py's (the memory provider
+opens a start directory without looking here)."""
 
 from __future__ import annotations
 
@@ -19,46 +19,19 @@ import os
 import time
 from pathlib import Path
 from typing import Mapping
-from urllib.parse import quote
 
-import msgpack
-
-from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT, TxState
+from executor.savepoints import SAVEPOINT_DIR_KEY, SAVEPOINT_KEY
 from executor.savepoints.store import Manifest, Snapshot, checkpoint_record
+from executor.state.task_files import atomic_write, mark_start, read_task, task_file, write_task
 
-START = "start.json"
 MANIFEST = "manifest.json"
 WORKERS = "workers"
 
 
-def task_file(directory: str | os.PathLike, component: str, index: int) -> Path:
-    return Path(directory) / f"{quote(component, safe='$')}#{int(index)}.msgpack"
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_task(directory, component: str, index: int, txid: int | None, stored: Mapping[bytes, bytes]) -> None:
-    _atomic(task_file(directory, component, index), msgpack.packb({"txid": txid, "values": dict(stored)},
-                                                                   use_bin_type=True))
-
-
-def read_task(path: str | os.PathLike) -> tuple[int | None, dict[bytes, bytes]]:
-    with open(path, "rb") as f:
-        d = msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
-    return d["txid"], dict(d["values"])
-
-
 def write_worker_marker(directory, worker: str, marker: Mapping) -> None:
     """`marker`: {"tasks": [[component, index], ...] written, "missing": [...] that could not be}."""
-    _atomic(Path(directory) / WORKERS / f"{worker}.json", json.dumps(marker).encode())
+    atomic_write(Path(directory) / WORKERS / f"{worker}.json", json.dumps(marker).encode())
 
 
 def read_worker_markers(directory) -> dict[str, dict]:
@@ -68,19 +41,17 @@ def read_worker_markers(directory) -> dict[str, dict]:
     return out
 
 
-def start_txid(directory) -> int | None:
-    """The txid a start directory starts from (None: not a start directory)."""
-    try:
-        return int(json.loads((Path(directory) / START).read_text())["txid"])
-    except FileNotFoundError:
-        return None
-
-
 class DirectoryStore:
-    """Savepoints of topologies under `root` (the --dir)."""
+    """Savepoints of topologies under `root` (the --dir; SavepointStores, executor/savepoints/stores.py)."""
+
+    workers_write = True  # the state lives only in the workers: they write it (request_dir)
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).absolute()  # the workers' working directories are not the client's
+        self.where = f"the savepoint directory {self.root}"
+
+    def close(self) -> None:
+        pass
 
     def __enter__(self) -> "DirectoryStore":
         return self
@@ -118,25 +89,55 @@ class DirectoryStore:
             states[comp] = per
         return Snapshot(manifest.txid, states)
 
+    def read_request(self, request: Path, tasks: Mapping[str, int]) -> tuple[TxState | None, set, Snapshot | None]:
+        """What the workers wrote to `request` (component -> its number of tasks): the checkpoint
+        spout's record, the txids the other tasks wrote, and their state (None while a task
+        named in a worker's marker has no file)."""
+        from executor.savepoints.store import record_of
+
+        states: dict[str, list] = {}
+        txids, record = set(), None
+        for marker in read_worker_markers(request).values():
+            for comp, index in marker["tasks"]:
+                txid, values = read_task(task_file(request, comp, index))
+                if comp == CHECKPOINT_COMPONENT:
+                    record = record_of(values)
+                    continue
+                txids.add(txid)
+                states.setdefault(comp, [{} for _ in range(tasks[comp])])[index] = values
+        return record, txids, Snapshot(-1, states)
+
+    def start_conf(self, topology: str, savepoint: str, storm_id: str) -> dict:
+        """SavepointStores.start_conf: the start directory of `storm_id` (written by start_from)."""
+        return {SAVEPOINT_KEY: savepoint, SAVEPOINT_DIR_KEY: str(self._start_dir(topology, savepoint, storm_id))}
+
+    def _start_dir(self, topology: str, savepoint: str, storm_id: str) -> Path:
+        return self.root / topology / savepoint / f"start-{storm_id}"
+
+    def start_from(self, manifest: Manifest, states: Mapping[str, list[Mapping[bytes, bytes]]],
+                   checkpoint_tasks: int, storm_id: str) -> None:
+        """SavepointStores.start_from: the start directory start_conf named."""
+        self.start(manifest, states, checkpoint_tasks, self._start_dir(manifest.topology, manifest.id, storm_id))
+
     def keep(self, request: Path, manifest: Manifest) -> Path:
         """The request's files become savepoint `manifest.id` (the manifest written last)."""
         final = self.root / manifest.topology / manifest.id
         os.replace(request, final)
-        _atomic(final / MANIFEST, manifest.to_json().encode())
+        atomic_write(final / MANIFEST, manifest.to_json().encode())
         return final
 
     def start(self, manifest: Manifest, states: Mapping[str, list[Mapping[bytes, bytes]]],
-              checkpoint_tasks: int = 1) -> Path:
+              checkpoint_tasks: int = 1, d: Path | None = None) -> Path:
         """A start directory for the new code: its tasks' files, the checkpoint spout's record
         COMMITTED at the savepoint's txid, start.json last."""
-        d = self.root / manifest.topology / manifest.id / f"start-{time.time_ns()}"
+        d = d or self.root / manifest.topology / manifest.id / f"start-{time.time_ns()}"
         for comp, per_task in states.items():
             for index, values in enumerate(per_task):
                 write_task(d, comp, index, manifest.txid, values)
-        record = checkpoint_record(manifest.txid)
+        record = checkpoint_record(manifest.txid, manifest.time_secs)
         for index in range(checkpoint_tasks):
             write_task(d, CHECKPOINT_COMPONENT, index, manifest.txid, record)
-        _atomic(d / START, json.dumps({"txid": manifest.txid, "savepoint": manifest.id}).encode())
+        mark_start(d, manifest.txid, manifest.id)
         return d
 
     def delete(self, topology: str, savepoint: str) -> None:

@@ -6,13 +6,15 @@ refused with one line naming the component, before anything is stopped."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
 
 
 class SavepointRefused(Exception):
     """A swap or a start from a savepoint that cannot keep its state: one line, nothing changed."""
+
+    rpc_kind = "illegal-state"  # from Nimbus, the client's one error line
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,9 @@ class Shape:
     kind: str                               # "spout" or "bolt"
     tasks: int
     keyed_by: tuple[str, ...] | None = None  # the fields every input is fields-grouped on, if one set
+    # a windowed bolt's window settings (its conf's topology.bolts.* keys): how its checkpointed
+    # windows split over another parallelism (executor/windowing/rescale.py)
+    window: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

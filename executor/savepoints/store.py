@@ -18,20 +18,23 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 import msgpack
 
 from executor.checkpoint.protocol import (
     CHECKPOINT_COMPONENT,
     COMMITTED,
+    COMMITTED_AT_KEY,
     COMMITTING,
-    PREPARING,
     TX_RECORD_KEY,
     TxState,
+    last_committed_of,
 )
+from executor.savepoints import SAVEPOINT_KEY
 from executor.savepoints.plan import SavepointRefused, Shape
 from executor.state.codec import decode
+from executor.state.kv import namespace_parts
 from executor.state.redis_client import RedisSettings, connect, unavailable
 from executor.state.redis_kv import RedisKeys, generation_key
 
@@ -41,9 +44,13 @@ KEEP_GENERATIONS = 2  # the running one and the one it started from
 _RECORD_KEY = msgpack.packb(TX_RECORD_KEY, use_bin_type=True)  # as the checkpoint spout's state stores it
 
 
-def checkpoint_record(txid: int) -> dict[bytes, bytes]:
-    """The checkpoint spout's committed values saying checkpoint `txid` is committed (a start)."""
-    return {_RECORD_KEY: msgpack.packb(TxState(txid, COMMITTED).to_wire(), use_bin_type=True)}
+def checkpoint_record(txid: int, committed_at: float | None = None) -> dict[bytes, bytes]:
+    """The checkpoint spout's committed values saying checkpoint `txid` is committed (a start;
+    `committed_at`: when, epoch seconds)."""
+    record = {_RECORD_KEY: msgpack.packb(TxState(txid, COMMITTED).to_wire(), use_bin_type=True)}
+    if committed_at is not None:
+        record[msgpack.packb(COMMITTED_AT_KEY, use_bin_type=True)] = msgpack.packb(float(committed_at))
+    return record
 
 
 def record_of(committed: Mapping[bytes, bytes]) -> TxState | None:
@@ -65,14 +72,16 @@ class Manifest:
     def to_json(self) -> str:
         return json.dumps({"id": self.id, "topology": self.topology, "time_secs": self.time_secs, "txid": self.txid,
                            "components": {c: {"kind": s.kind, "tasks": s.tasks,
-                                              "keyed_by": list(s.keyed_by) if s.keyed_by else None}
+                                              "keyed_by": list(s.keyed_by) if s.keyed_by else None,
+                                              **({"window": dict(s.window)} if s.window else {})}
                                           for c, s in sorted(self.components.items())},
                            "stateful": list(self.stateful), "started_from": self.started_from}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Manifest":
         d = json.loads(text)
-        comps = {c: Shape(s["kind"], int(s["tasks"]), tuple(s["keyed_by"]) if s.get("keyed_by") else None)
+        comps = {c: Shape(s["kind"], int(s["tasks"]), tuple(s["keyed_by"]) if s.get("keyed_by") else None,
+                          s.get("window"))
                  for c, s in d["components"].items()}
         return cls(d["id"], d["topology"], float(d["time_secs"]), int(d["txid"]), comps, tuple(d["stateful"]),
                    d.get("started_from"))
@@ -92,9 +101,17 @@ def new_id(txid: int, now: float | None = None) -> str:
 
 
 class SavepointStore:
+    """Savepoints in the redis provider's own server (SavepointStores, executor/savepoints/stores.py)."""
+
+    workers_write = False  # read from Redis by whoever takes it
+
     def __init__(self, settings: RedisSettings):
         self.settings = settings
+        self.where = f"the redis state provider at {settings.address}"
         self._client = None
+
+    def close(self) -> None:
+        self.__exit__()
 
     def __enter__(self) -> "SavepointStore":
         return self
@@ -127,24 +144,37 @@ class SavepointStore:
                                                                                               topology)))
         return raw.decode() if raw else None
 
-    def task_keys(self, topology: str, generation: str | None, component: str, index: int,
-                  task: int | None) -> RedisKeys:
+    def task_keys(self, topology: str, generation: str | None, component: str, index: int) -> RedisKeys:
         """The keys a task's state lives under (executor/state/redis_kv.py)."""
-        if generation:
-            return RedisKeys.in_generation(self.settings.key_prefix, topology, component, generation, index)
-        if task is None:
-            raise ValueError(f"{topology}/{component}#{index}: the first generation's keys need the task id")
-        return RedisKeys.of(self.settings.key_prefix, f"{topology}/{component}-{task}")
+        return RedisKeys.of_task(self.settings.key_prefix, topology, component, index, generation)
+
+    def stored_tasks(self, topology: str) -> dict[str, int]:
+        """Component -> how many tasks hold state in the topology's current generation (the
+        highest index + 1), from its keys: what a run that is gone left (item 5: a resubmit with
+        another parallelism would open it on the wrong tasks)."""
+        generation = self.generation(topology)
+        base = self._key(f"{topology}:{generation}" if generation else topology)
+        pattern = _glob_literal(base) + "/*:txid"
+
+        def scan():
+            return [k.decode() for k in self.client.scan_iter(match=pattern, count=1000)]
+
+        out: dict[str, int] = {}
+        for key in self._run("list the stored state", scan):
+            _topology, component, index = namespace_parts(topology + "/" + key[len(base) + 1:-len(":txid")])
+            if index is not None:
+                out[component] = max(out.get(component, 0), index + 1)
+        return out
 
     # ------------------------------------------------------------------ reading a running topology
-    def snapshot(self, topology: str, tasks: Mapping[str, list[int]], attempts: int = 50,
+    def snapshot(self, topology: str, tasks: Mapping[str, int], attempts: int = 50,
                  pause: float = 0.05) -> Snapshot:
-        """The committed state of every task in `tasks` (component -> task ids, the running
-        layout) at one checkpoint; SavepointRefused when no consistent read could be had."""
+        """The committed state of every task (component -> its number of tasks) at one
+        checkpoint; SavepointRefused when no consistent read could be had."""
         generation = self.generation(topology)
         comps = sorted(c for c in tasks if not c.startswith("__"))
-        slots = [(c, i, t) for c in comps for i, t in enumerate(sorted(tasks[c]))]
-        keys = [self.task_keys(topology, generation, c, i, t) for c, i, t in slots]
+        slots = [(c, i) for c in comps for i in range(tasks[c])]
+        keys = [self.task_keys(topology, generation, c, i) for c, i in slots]
         last = "no checkpoint committed yet"
         for _ in range(attempts):
             def read():
@@ -157,16 +187,16 @@ class SavepointStore:
 
             answers = self._run("read a savepoint", read)
             tasks_read = list(zip(slots, answers[0::3], answers[1::3], answers[2::3]))
-            record = next((record_of(committed) for (comp, index, _t), _x, committed, _p in tasks_read
+            record = next((record_of(committed) for (comp, index), _x, committed, _p in tasks_read
                            if comp == CHECKPOINT_COMPONENT and index == 0), None)
             txid = decided_txid(record)
             if txid is None or txid < 0:
                 last = "no checkpoint committed yet"
                 time.sleep(pause)
                 continue
-            states: dict[str, list[dict[bytes, bytes]]] = {c: [{} for _ in tasks[c]] for c in comps}
+            states: dict[str, list[dict[bytes, bytes]]] = {c: [{} for _ in range(tasks[c])] for c in comps}
             stateful, ahead = set(), set()
-            for (comp, index, _task), txids, committed, prepared in tasks_read:
+            for (comp, index), txids, committed, prepared in tasks_read:
                 if comp == CHECKPOINT_COMPONENT or b"commit" not in txids:
                     continue
                 stateful.add(comp)
@@ -238,24 +268,36 @@ class SavepointStore:
         self._run(f"delete savepoint {savepoint}", write)
 
     # ------------------------------------------------------------------ starting from one
+    def start_conf(self, topology: str, savepoint: str, storm_id: str) -> dict[str, Any]:
+        """SavepointStores.start_conf: the generation is named after the savepoint, in Redis."""
+        return {SAVEPOINT_KEY: savepoint}
+
+    def start_from(self, manifest: Manifest, states: Mapping[str, list[Mapping[bytes, bytes]]],
+                   checkpoint_tasks: int, storm_id: str) -> None:
+        """SavepointStores.start_from: a generation named after the savepoint."""
+        self.restore(manifest.topology, manifest.id, manifest.txid, states, checkpoint_tasks,
+                     committed_at=manifest.time_secs)
+
     def restore(self, topology: str, generation: str, txid: int, states: Mapping[str, list[Mapping[bytes, bytes]]],
-                checkpoint_tasks: int = 1) -> None:
+                checkpoint_tasks: int = 1, committed_at: float | None = None) -> None:
         """Write `states` (component -> per new task index) as generation `generation` committed
         at `txid`, the checkpoint spout's record COMMITTED at `txid`, then point the topology at
-        the generation (last: until then its tasks open the generation before)."""
-        record = checkpoint_record(txid)
+        the generation (last: until then its tasks open the generation before). Written again
+        whole if it was (a swap's Nimbus that failed over repeats the step)."""
+        record = checkpoint_record(txid, committed_at)
         seq = str(time.time_ns())  # the checkpoint spout's own save sequence (executor/checkpoint/spout.py)
 
         def write():
             pipe = self.client.pipeline(transaction=True)
             for comp, per_task in [*states.items(), *[(CHECKPOINT_COMPONENT, [record] * checkpoint_tasks)]]:
                 for index, values in enumerate(per_task):
-                    keys = self.task_keys(topology, generation, comp, index, None)
+                    keys = self.task_keys(topology, generation, comp, index)
                     pipe.delete(keys.committed, keys.prepared, keys.txid)
                     if values:
                         pipe.hset(keys.committed, mapping=dict(values))
                     pipe.hset(keys.txid, "commit", seq if comp == CHECKPOINT_COMPONENT else str(txid))
             pipe.set(generation_key(self.settings.key_prefix, topology), generation)
+            pipe.lrem(self._key(topology, "generations"), 0, generation)
             pipe.rpush(self._key(topology, "generations"), generation)
             pipe.execute()
 
@@ -285,17 +327,6 @@ class SavepointStore:
             log.info("topology %s: deleted %d keys of older state generations", topology, deleted)
         return deleted
 
-def last_committed(record: TxState | None) -> int | None:
-    """The checkpoint the record says is committed whole (None while one is being committed)."""
-    if record is None:
-        return None
-    if record.state == COMMITTED:
-        return record.txid
-    if record.state == PREPARING:
-        return record.txid - 1
-    return None
-
-
 def decided_txid(record: TxState | None) -> int | None:
     """The checkpoint a savepoint holds given the checkpoint spout's record: the last committed
     one, or one being committed (COMMITTING: every task prepared it, so it is decided and rolls
@@ -303,7 +334,7 @@ def decided_txid(record: TxState | None) -> int | None:
     mid-commit (a swap's kill can land there) is then read at that checkpoint."""
     if record is not None and record.state == COMMITTING:
         return record.txid
-    return last_committed(record)
+    return last_committed_of(record)
 
 
 def values_at(txid: int, txids: Mapping[bytes, bytes], committed: Mapping[bytes, bytes],

@@ -97,7 +97,8 @@ class StreamFetcher:
         self._down_since: float | None = None
         self._recovering = {s: "0" for s in settings.streams}  # own pending entries to emit again
         self._skip: dict[str, str] = {}  # exactly-once: per stream, the committed read position
-        self._rewind: tuple[int, dict[str, str]] | None = None  # from the spout: (its number, positions)
+        self._rewind: tuple[int, dict[str, str], dict[str, list[str]]] | None = None  # from the spout
+        self._replay: dict[str, list[str]] = {}  # a start from a savepoint: entries to emit again first
         self._cursors = {s: "0-0" for s in settings.streams}   # XAUTOCLAIM scan positions
         self._next_claim = time.monotonic() + settings.claim_idle_ms / 2000.0
         self._next_read = 0.0
@@ -112,12 +113,14 @@ class StreamFetcher:
     def wake(self) -> None:
         self._wake.set()
 
-    def rewind(self, number: int, positions: dict[str, str]) -> None:
+    def rewind(self, number: int, positions: dict[str, str], replay: dict[str, list[str]] | None = None) -> None:
         """Exactly-once: emit again, after a REWOUND item with this number, every entry of this
         consumer's pending list past `positions` (per stream, the newest entry id of the committed
         checkpoint); the entries up to them are in it and are XACKed, not emitted. The items
-        already in `ready` belong to the rolled-back past (the spout drops them)."""
-        self._rewind = (number, dict(positions))
+        already in `ready` belong to the rolled-back past (the spout drops them). `replay`: per
+        stream, entries acked since (a start from an older savepoint, executor/savepoints/sources.py),
+        read by id and emitted first."""
+        self._rewind = (number, dict(positions), {s: list(ids) for s, ids in (replay or {}).items() if ids})
         self._wake.set()
 
     def stop(self, timeout: float) -> None:
@@ -177,11 +180,13 @@ class StreamFetcher:
         rewind = self._rewind
         if rewind is not None and not stopping:
             self._rewind = None
-            number, self._skip = rewind
+            number, self._skip, self._replay = rewind
             # this thread alone appends to `ready`: nothing read before this point comes after it
             self.ready.append(Fetched(REWOUND, number, []))
             self._recovering = {s: "0" for s in self.s.streams}
         did = self._send_dead()
+        if self._replay and not stopping:
+            return self._emit_replay() or did
         if stopping or self.replays or self._recovering:
             did = self._send_acks(self._take_acks()) or did
             if stopping:
@@ -302,6 +307,30 @@ class StreamFetcher:
                 self._last_read[stream] = later_id(self._last_read.get(stream), entries[-1][0])
             n += self._offer(NEW, stream, entries)
         return n
+
+    def _emit_replay(self) -> bool:
+        """A start from an older savepoint: the entries acked after it, by id, in id order."""
+        budget = min(self._budget(), self.s.batch)
+        if budget <= 0:
+            return False
+        for stream in list(self._replay):
+            ids, rest = self._replay[stream][:budget], self._replay[stream][budget:]
+            pipe = self._client.pipeline(transaction=False)
+            for entry_id in ids:
+                pipe.xrange(stream, entry_id, entry_id, count=1)
+            found = [e for reply in pipe.execute() for e in (reply or ())]
+            if len(found) < len(ids):
+                self.problems.append(f"{self.s.where}: {len(ids) - len(found)} entries of stream {stream!r} that a "
+                                     f"start from a savepoint reads again are gone from it (trimmed?)")
+            self._offer(NEW, stream, found)
+            if rest:
+                self._replay[stream] = rest
+                return True
+            del self._replay[stream]
+            budget -= len(ids)
+            if budget <= 0:
+                break
+        return True
 
     def _recover_own(self) -> bool:
         """This consumer's pending entries (its previous run's tuples in flight), emitted again."""

@@ -25,3 +25,5 @@ class StateUnavailableError(StateError):
 
     The state is left as it was before the failed call: once the provider is back the same call
     (or a rollback) can be made again."""
+
+    rpc_kind = "unavailable"  # from Nimbus (a swap, a submit from a savepoint): try again once it is back

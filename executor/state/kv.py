@@ -71,11 +71,23 @@ def _ik_from_stored(ek: bytes) -> Any:
 _SCALARS = frozenset({str, int, float, bool, bytes})
 
 
-def namespace_parts(namespace: str) -> tuple[str, str]:
-    """(topology, component) of a task's namespace `topology/component-task` (the inverse of
-    executor/checkpoint/protocol.py state_namespace; component ids may hold '-', task ids not)."""
+def task_namespace(topology: str, component: str, index: int) -> str:
+    """Where task `index` of `component` keeps its state, `topology/component#index`: per topology
+    name (two topologies sharing a Redis never share state, and one killed and submitted again
+    under its name continues from its last commit), component, and the task's index in its
+    component, not its task id (ids shift when another component's parallelism changes, which
+    gave a resubmitted spout another task's position: the whole stream again)."""
+    return f"{topology}/{component}#{int(index)}"
+
+
+def namespace_parts(namespace: str) -> tuple[str, str, int | None]:
+    """(topology, component, task index) of a task's namespace (the inverse of task_namespace;
+    component ids may hold '#', indexes not); index None for a namespace of another form."""
     topology, _, rest = namespace.partition("/")
-    return topology, rest.rpartition("-")[0]
+    component, sep, index = rest.rpartition("#")
+    if not sep or not index.isdigit():
+        return topology, rest, None
+    return topology, component, int(index)
 
 
 class KeyValueState:

@@ -63,9 +63,9 @@ def probe_provider(conf: Mapping[str, Any]) -> str | None:
     return probe(RedisSettings.from_config(config))
 
 
-def open_state(conf: Mapping[str, Any], namespace: str, index: int | None = None) -> KeyValueState:
-    """The state of `namespace` (`name/component-task`; `index`: the task's index in its
-    component) as last committed (with a txid prepared and not committed, if the provider kept
+def open_state(conf: Mapping[str, Any], namespace: str) -> KeyValueState:
+    """The state of `namespace` (`name/component#index`, executor/state/kv.py task_namespace) as
+    last committed (with a txid prepared and not committed, if the provider kept
     one). Raises InvalidTopologyError for bad settings, StateUnavailableError
     when the provider cannot be reached."""
     name, config = _provider(conf), _config(conf)
@@ -73,12 +73,12 @@ def open_state(conf: Mapping[str, Any], namespace: str, index: int | None = None
         from executor.state.redis_client import RedisSettings
         from executor.state.redis_kv import RedisKeyValueState
 
-        state: KeyValueState = RedisKeyValueState.open(namespace, RedisSettings.from_config(config), index)
+        state: KeyValueState = RedisKeyValueState.open(namespace, RedisSettings.from_config(config))
     else:
-        from executor.savepoints import SAVEPOINT_DIR_KEY
         from executor.state.memory import InMemoryKeyValueState
+        from executor.state.task_files import START_DIR_KEY
 
-        state = InMemoryKeyValueState(namespace, conf.get(SAVEPOINT_DIR_KEY), index)
+        state = InMemoryKeyValueState(namespace, conf.get(START_DIR_KEY))
     log.debug("opened %r", state)
     return state
 

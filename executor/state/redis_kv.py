@@ -9,11 +9,11 @@ keys, values their msgpack values):
 - `P:NS:txid`: hash, `commit` = the last committed txid, `prepare` = the prepared txid while
   one is prepared and not committed (as Storm's `NS$txid`).
 
-A topology started from a savepoint (`storm-py swap`, `jar submit --from-savepoint`) keeps its
-state in a generation of its own: NS `name/component-task` is then stored as
-`P:name:GEN/component#index:...` (the task's index in its component: task ids shift with the
-topology's other components, indexes do not), GEN read at open from the string key `P:name:generation`
-(executor/savepoints/store.py writes it). Tasks of the run before keep the keys they opened, so
+NS is `name/component#index` (executor/state/kv.py task_namespace: the task's index in its
+component; task ids shift with the topology's other components, indexes do not). A topology
+started from a savepoint (`storm-py swap`, `jar submit --from-savepoint`) keeps its state in a
+generation of its own: NS is then stored as `P:name:GEN/component#index:...`, GEN read at open
+from the string key `P:name:generation` (executor/savepoints/store.py writes it). Tasks of the run before keep the keys they opened, so
 a worker of the old topology still shutting down never writes the new run's state.
 
 `prepare_commit` writes the prepared hash and the `prepare` field in one MULTI/EXEC; `commit`
@@ -43,7 +43,7 @@ from itertools import islice
 from typing import Any, Callable, Iterable, Mapping
 
 from executor.state.errors import StateTransactionError
-from executor.state.kv import KeyValueState, namespace_parts
+from executor.state.kv import KeyValueState, namespace_parts, task_namespace
 from executor.state.redis_client import RedisSettings, connect, unavailable
 
 log = logging.getLogger(__name__)
@@ -88,15 +88,23 @@ class RedisKeys:
     txid: str
 
     @classmethod
-    def of(cls, key_prefix: str, namespace: str, generation: str | None = None,
-           index: int | None = None) -> "RedisKeys":
+    def of(cls, key_prefix: str, namespace: str, generation: str | None = None) -> "RedisKeys":
         # distinct suffixes, none a suffix of another: no namespace's keys can be another's
         # (a topology name holds no ':' nor '/', so a generation's keys are no other name's)
         if generation:
+            topology, component, index = namespace_parts(namespace)
             if index is None:
                 raise ValueError(f"state {namespace!r}: a generation's keys need the task's index")
-            return cls.in_generation(key_prefix, *namespace_parts(namespace), generation, index)
+            return cls.in_generation(key_prefix, topology, component, generation, index)
         return cls._at(f"{key_prefix}:{namespace}")
+
+    @classmethod
+    def of_task(cls, key_prefix: str, topology: str, component: str, index: int,
+                generation: str | None = None) -> "RedisKeys":
+        """The keys of task `index` of `component`: in `generation`, or the first one's."""
+        if generation:
+            return cls.in_generation(key_prefix, topology, component, generation, index)
+        return cls._at(f"{key_prefix}:{task_namespace(topology, component, index)}")
 
     @classmethod
     def in_generation(cls, key_prefix: str, topology: str, component: str, generation: str,
@@ -132,7 +140,7 @@ class RedisKeyValueState(KeyValueState):
         self._commit_script = client.register_script(_COMMIT_LUA)
 
     @classmethod
-    def open(cls, namespace: str, settings: RedisSettings, index: int | None = None) -> "RedisKeyValueState":
+    def open(cls, namespace: str, settings: RedisSettings) -> "RedisKeyValueState":
         client = connect(settings)
         gen_key = generation_key(settings.key_prefix, namespace_parts(namespace)[0])
 
@@ -142,7 +150,7 @@ class RedisKeyValueState(KeyValueState):
 
         try:
             keys = RedisKeys.of(settings.key_prefix, namespace,
-                                _call(read_generation, settings, f"state {namespace!r}, open"), index)
+                                _call(read_generation, settings, f"state {namespace!r}, open"))
         except BaseException:
             client.close()
             raise

@@ -256,7 +256,7 @@ def test_swaps_that_cannot_keep_the_state_are_refused_and_the_topology_runs_on(
         for file, extra, why in [
                 ("words_renamed.py", (), "component 'count' has state in the savepoint and is not in the new topology"),
                 ("words_spouts2.py", (), "spout 'sentences': its read positions cannot be split over 2 tasks"),
-                ("words_v2.py", ("topology.state.exactly.once=false",), "is not in exactly-once mode")]:
+                ("words_v2.py", ("topology.state.exactly.once=false",), "topology.state.exactly.once: true")]:
             out = _swap(c.conf_dir, file, *conf, *extra, check=1)
             lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
             assert len(lines) == 1 and why in lines[0] and "Traceback" not in out.stderr, (file, out.stderr)

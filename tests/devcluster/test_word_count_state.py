@@ -57,11 +57,11 @@ def committed(conf: dict, name: str) -> Counter:
                             socket_timeout=5, socket_connect_timeout=5)
     try:
         out: Counter = Counter()
-        for key in client.scan_iter(f"{prefix}:{name}/count-*:committed"):
+        for key in client.scan_iter(f"{prefix}:{name}/count#*:committed"):
             for k, v in client.hgetall(key).items():
                 word = decode(k)
                 if isinstance(word, str) and not word.startswith("$"):
-                    out[word] += decode(v)
+                    out[word] += decode(v)[1]  # [run, count]
         return out
     finally:
         client.close()

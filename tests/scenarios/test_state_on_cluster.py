@@ -47,7 +47,7 @@ def committed(redis, name: str, prefix: str | None = None) -> dict[str, dict]:
     try:
         prefix = prefix or redis.provider_config().get("key_prefix", "storm-py")
         out = {}
-        for key in client.scan_iter(f"{prefix}:{name}/sum-*:committed"):
+        for key in client.scan_iter(f"{prefix}:{name}/sum#*:committed"):
             ns = key.decode()[len(prefix) + 1:-len(":committed")]
             out[ns] = {decode(k): decode(v) for k, v in client.hgetall(key).items()}
         return out
@@ -250,7 +250,7 @@ def _spout_position(redis, name: str) -> int:
     client = redis_py.Redis(host=redis.host, port=redis.port, socket_timeout=5, socket_connect_timeout=5)
     try:
         prefix = redis.provider_config().get("key_prefix", "storm-py")
-        for key in client.scan_iter(f"{prefix}:{name}/numbers-*:committed"):
+        for key in client.scan_iter(f"{prefix}:{name}/numbers#*:committed"):
             state = {decode(k): decode(v) for k, v in client.hgetall(key).items()}
             return int(state.get("next", 1)) - 1
         return 0

@@ -17,7 +17,7 @@ from executor.state.redis_client import RedisSettings
 pytestmark = [pytest.mark.timeout(60), pytest.mark.redis]
 
 P = msgpack.packb
-TASKS = {"$checkpointspout": [1], "count": [2, 3], "sentences": [4]}
+TASKS = {"$checkpointspout": 1, "count": 2, "sentences": 1}
 
 
 @pytest.fixture
@@ -26,8 +26,8 @@ def store(redis_server):
         yield s
 
 
-def _commit(conf, namespace: str, values: dict, txid: int, index: int | None = None):
-    state = open_state(conf, namespace, index)
+def _commit(conf, namespace: str, values: dict, txid: int):
+    state = open_state(conf, namespace)
     for k, v in values.items():
         state.put(k, v)
     state.prepare_commit(txid)
@@ -37,10 +37,10 @@ def _commit(conf, namespace: str, values: dict, txid: int, index: int | None = N
 
 def _running(conf, record: TxState, count_txid: int = 5):
     """A topology 'wc' as its tasks leave Redis: the checkpoint spout's record, two count tasks
-    and a spout, committed at `count_txid` (the first generation: keys by task id)."""
-    states = [_commit(conf, "wc/$checkpointspout-1", {"__state": record.to_wire()}, 99),
-              _commit(conf, "wc/count-2", {"cow": 3}, count_txid), _commit(conf, "wc/count-3", {"moon": 1}, count_txid),
-              _commit(conf, "wc/sentences-4", {"next": 41}, 5)]
+    and a spout, committed at `count_txid` (the first generation)."""
+    states = [_commit(conf, "wc/$checkpointspout#0", {"__state": record.to_wire()}, 99),
+              _commit(conf, "wc/count#0", {"cow": 3}, count_txid), _commit(conf, "wc/count#1", {"moon": 1}, count_txid),
+              _commit(conf, "wc/sentences#0", {"next": 41}, 5)]
     for s in states:
         s.close()
 
@@ -66,7 +66,7 @@ def test_a_read_while_a_checkpoint_commits_rolls_it_forward(redis_server, store)
     # commit it: a task that had not committed yet counts with its prepared changes applied.
     conf = redis_server.conf()
     _running(conf, TxState(6, COMMITTING), count_txid=6)
-    spout = open_state(conf, "wc/sentences-4")
+    spout = open_state(conf, "wc/sentences#0")
     spout.put("next", 57)
     spout.put("gone", 1)
     spout.prepare_commit(6)
@@ -95,11 +95,11 @@ def test_a_start_from_a_savepoint_is_a_generation_the_tasks_open_by_index(redis_
     conf = redis_server.conf()
     store.restore("wc", "g1", 7, {"count": [{P("cow"): P(3)}, {}, {P("moon"): P(1)}]})
     assert store.generation("wc") == "g1"
-    third = open_state(conf, "wc/count-12", 2)  # task ids shifted: the index decides
+    third = open_state(conf, "wc/count#2")  # task ids shifted: the index decides
     assert third.get("moon") == 1 and third.committed_txid() == 7
-    empty = open_state(conf, "wc/count-11", 1)
+    empty = open_state(conf, "wc/count#1")
     assert empty.get("cow") is None and empty.committed_txid() == 7
-    record = open_state(conf, "wc/$checkpointspout-9", 0)
+    record = open_state(conf, "wc/$checkpointspout#0")
     assert TxState.from_wire(record.get("__state")) == TxState(7, COMMITTED)
     for s in (third, empty, record):
         s.close()

@@ -13,13 +13,17 @@ from daemons.nimbus.transitions import (
     DoRebalance,
     IllegalTransitionError,
     Kill,
+    Park,
     Rebalance,
     Remove,
     RemoveTopology,
     Reschedule,
+    Resume,
     ScheduleTimer,
     SetStatus,
     Startup,
+    Stop,
+    StopTimeout,
     TopologyState,
     apply_to_base,
     pending_timer,
@@ -359,3 +363,49 @@ def test_rebalance_change_parallelism_on_a_fake_clock():
     nimbus.advance(3)
     assert nimbus.rescheduled == [Reschedule(6, {"spout": 2, "count": 4})]
     assert nimbus.base.status == "active"
+
+
+# ---------------------------------------------------------------- stop at a checkpoint (a swap)
+
+
+@pytest.mark.parametrize("status", ["active", "inactive"])
+def test_a_stop_parks_and_returns_to_the_status_it_had_when_given_up_or_timed_out(status):
+    state = in_status(status)
+    stopping, actions = transition(state, Stop(wait_secs=60, note="swap in progress"), NOW)
+    assert stopping.status == "stopping" and stopping.prev_status == status and not stopping.park
+    assert actions == (SetStatus("stopping"), ScheduleTimer(NOW + 60, StopTimeout()))
+    parked, actions = transition(stopping, Park(), NOW + 1)
+    assert parked.park and actions == (SetStatus("stopping"),)
+    assert transition(parked, Park(), NOW + 2) == (parked, ())
+    back, actions = transition(parked, Resume(), NOW + 3)
+    assert back.status == status and not back.park and back.deadline_secs is None and back.note is None
+    assert transition(parked, StopTimeout(), NOW + 59) == (parked, (ScheduleTimer(NOW + 60, StopTimeout()),))
+    timed_out, actions = transition(parked, StopTimeout(), NOW + 60)
+    assert timed_out.status == status and actions == (SetStatus(status),)
+    assert transition(parked, Activate(), NOW + 3)[0].status == "active"  # the user's word wins
+
+
+def test_a_stopping_topology_refuses_other_user_events_but_a_kill():
+    stopping, _ = transition(active(), Stop(wait_secs=60), NOW)
+    for event in (Deactivate(), Rebalance(), Stop(wait_secs=5)):
+        with pytest.raises(IllegalTransitionError):
+            transition(stopping, event, NOW)
+    killed, _ = transition(stopping, Kill(wait_secs=0), NOW)
+    assert killed.status == "killed"
+    for status in ("killed", "rebalancing"):
+        with pytest.raises(IllegalTransitionError):
+            transition(in_status(status), Stop(wait_secs=5), NOW)
+    with pytest.raises(IllegalTransitionError):
+        transition(active(), Park(), NOW)
+
+
+def test_a_stop_survives_a_nimbus_restart_through_the_storm_base():
+    stopping, _ = transition(active(), Stop(wait_secs=60, note="swap"), NOW)
+    parked, _ = transition(stopping, Park(), NOW)
+    base = StormBase(storm_name="wc", launch_time_secs=int(NOW), status="active", num_workers=2,
+                     component_executors={"spout": 2, "count": 4})
+    stored = decode_record(encode_record(apply_to_base(base, parked)), "/storms/wc", StormBase)
+    assert stored.parked and stored.inactive_note == "swap"
+    again = state_from_base(parked.topology_id, stored, TIMEOUT)
+    assert again == parked
+    assert pending_timer(again, NOW + 10) == ScheduleTimer(NOW + 60, StopTimeout())

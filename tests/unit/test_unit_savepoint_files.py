@@ -1,19 +1,19 @@
 """Directory savepoints (executor/savepoints/files.py) and the memory provider started from one
 (executor/state/memory.py): a savepoint kept from a request's files, a start directory shaped
 for the new code, a state that opens with the savepoint's values and goes back to them on a
-reset, and the checks of a directory savepoint's mode (daemons/swap.py)."""
+reset, and the checks of a directory savepoint's mode (executor/savepoints/stores.py)."""
 
 from __future__ import annotations
 
 import msgpack
 import pytest
 
-from daemons.swap import check_mode
 from executor.checkpoint.protocol import COMMITTED, TxState
 from executor.savepoints import files
 from executor.savepoints.files import DirectoryStore
 from executor.savepoints.plan import SavepointRefused, Shape
 from executor.savepoints.store import Manifest
+from executor.savepoints.stores import check_mode
 from executor.state import open_state
 
 pytestmark = pytest.mark.timeout(30)
@@ -49,18 +49,18 @@ def test_the_memory_provider_opens_a_start_directory_and_a_reset_goes_back_to_it
     store, m = _kept(tmp_path)
     start = store.start(m, {"count": [{P("cow"): P(3)}, {}, {P("moon"): P(1)}]})
     conf = {"topology.state.savepoint.dir": str(start)}
-    third = open_state(conf, "wc/count-12", 2)
+    third = open_state(conf, "wc/count#2")
     assert third.get("moon") == 1 and third.committed_txid() == 7 and third.start_txid == 7
     third.put("moon", 5)
     third.prepare_commit(8)
     third.commit(8)
     third.reset()
     assert third.get("moon") == 1 and third.committed_txid() == 7
-    empty = open_state(conf, "wc/count-11", 1)
+    empty = open_state(conf, "wc/count#1")
     assert empty.get("cow") is None and empty.committed_txid() == 7
-    record = open_state(conf, "wc/$checkpointspout-9", 0)
+    record = open_state(conf, "wc/$checkpointspout#0")
     assert TxState.from_wire(record.get("__state")) == TxState(7, COMMITTED)
-    plain = open_state({}, "wc/count-12", 2)
+    plain = open_state({}, "wc/count#2")
     assert plain.committed_txid() is None and plain.start_txid is None
 
 

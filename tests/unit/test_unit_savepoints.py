@@ -1,5 +1,5 @@
 """The pure decisions of savepoints and swaps (executor/savepoints/plan.py, keyed.py; the mode
-checks of daemons/swap.py): which components' state may move, the refusals, keyed state
+checks of executor/savepoints/stores.py): which components' state may move, the refusals, keyed state
 redistributed to the task its fields grouping picks, and a savepoint's manifest on the wire."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from daemons.swap import check_mode
-from executor.checkpoint.protocol import COMMITTED, COMMITTING, PREPARING, TxState
+from executor.checkpoint.protocol import COMMITTED, COMMITTING, PREPARING, TxState, last_committed_of
 from executor.grouping import FieldsGrouper
 from executor.savepoints.keyed import redistribute
 from executor.savepoints.plan import SavepointRefused, Shape, keyed_by, plan_moves
-from executor.savepoints.store import Manifest, last_committed
+from executor.savepoints.store import Manifest
+from executor.savepoints.stores import check_mode
 from executor.state.redis_kv import RedisKeys
 from executor.tuple import Fields
 
@@ -107,14 +107,16 @@ def test_a_manifest_survives_its_json():
     assert Manifest.from_json(m.to_json()) == m
 
 
-def test_thelast_committed_checkpoint_of_the_spouts_record():
-    assert last_committed(TxState(7, COMMITTED)) == 7
-    assert last_committed(TxState(8, PREPARING)) == 7
-    assert last_committed(TxState(8, COMMITTING)) is None  # tasks may be either side of it
-    assert last_committed(None) is None
+def test_the_last_committed_checkpoint_of_the_spouts_record():
+    assert last_committed_of(TxState(7, COMMITTED)) == 7
+    assert last_committed_of(TxState(8, PREPARING)) == 7
+    assert last_committed_of(TxState(8, COMMITTING)) is None  # tasks may be either side of it
+    assert last_committed_of(TxState(-1, COMMITTED)) is None
+    assert last_committed_of(None) is None
 
 
-def test_a_generations_keys_name_the_task_index_not_its_id():
-    assert RedisKeys.of("P", "wc/count-7").committed == "P:wc/count-7:committed"
-    assert RedisKeys.of("P", "wc/count-7", "g1", 1).committed == "P:wc:g1/count#1:committed"
-    assert RedisKeys.of("P", "wc/my-count-7", "g1", 0).txid == "P:wc:g1/my-count#0:txid"
+def test_a_tasks_keys_name_its_index_not_its_id():
+    assert RedisKeys.of("P", "wc/count#1").committed == "P:wc/count#1:committed"
+    assert RedisKeys.of("P", "wc/count#1", "g1").committed == "P:wc:g1/count#1:committed"
+    assert RedisKeys.of("P", "wc/my#count#0", "g1").txid == "P:wc:g1/my#count#0:txid"
+    assert RedisKeys.of_task("P", "wc", "count", 2).committed == "P:wc/count#2:committed"
