@@ -24,6 +24,7 @@ def test_tick_tuples_arrive_at_the_configured_frequency(cluster, level):
         assert r.records("plain", "tick") == []  # only the component configured for them
 
 
+@pytest.mark.slow  # it waits for message timeouts: 62 s and 12 CPU-s (its executors' waits) in a loaded run
 def test_a_stalled_bolt_keeps_executing_ticks_and_message_timeouts_fire(cluster):
     # Behaviour only: the executor-level view (its pending emits while back-pressured) is
     # tests/local/test_local_flow_control.py's, which can look inside the in-process executor.
