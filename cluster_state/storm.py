@@ -94,6 +94,8 @@ class StormClusterState:
         elif subtree == paths.LOGCONFIGS_ROOT:
             if args:
                 self._issue(lambda: self._log_config_callbacks.pop(args[0], None))
+        elif subtree == paths.LEADER_LOCK_ROOT:
+            pass  # the leader election's own watch (daemons/nimbus/leader.py registers for it)
         else:
             # Storm halts here; we never watch other subtrees, so this is a bug worth a log, not a crash.
             log.error("unexpected ZooKeeper event %s on %s", event_type.value, path)
@@ -377,7 +379,7 @@ class StormClusterState:
                 if tuple(executor) in running:
                     beats[tuple(executor)] = ExecutorBeat(
                         heartbeat.time_secs, heartbeat.uptime_secs, heartbeat.executor_stats.get(tuple(executor)),
-                        heartbeat.checkpoint_marks.get(tuple(executor)))
+                        heartbeat.checkpoint_marks.get(tuple(executor)), heartbeat.pid)
         return beats
 
     # -- errors ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from daemons.nimbus.code_store import CodeStore
 from daemons.rpc.client import RpcClient
 from daemons.rpc.code_transfer import CONF_FILE, PACKAGE_FILE, DownloadError, DownloadRetries, fetch_file
 from daemons.rpc.protocol import REMOTE_ERRORS
+from executor.errors import NotAliveError
 from executor.package import PackageError, verify_package
 from executor.transport.curve import curve_keys
 
@@ -98,14 +99,17 @@ class CodeSync:
         log.warning("topology %s has no code on this Nimbus and none could be fetched (%s); retrying in %.0fs",
                     storm_id, "; ".join(failures) or "no other Nimbus is registered", delay)
 
-    def peer_holds(self, peer: str, storm_id: str) -> bool:
+    def peer_holds(self, peer: str, storm_id: str) -> bool | None:
         """Whether Nimbus `peer` holds this topology's code (a swap's new code, before the old
-        topology is removed: a Nimbus that takes over must be able to start it)."""
+        topology is removed: a Nimbus that takes over must be able to start it); None when it
+        did not answer."""
         try:
             self._client(peer).call("download_info", id=storm_id, file=PACKAGE_FILE)
-        except REMOTE_ERRORS as exc:
-            log.debug("Nimbus %s does not hold the code of %s yet: %s", peer, storm_id, exc)
+        except NotAliveError:
             return False
+        except REMOTE_ERRORS as exc:
+            log.debug("Nimbus %s did not say whether it holds the code of %s: %s", peer, storm_id, exc)
+            return None
         return True
 
     def _client(self, peer: str) -> RpcClient:

@@ -508,6 +508,11 @@ class NimbusCore:
                 self.store.remove(storm_id)
                 self._meta.pop(storm_id, None)
 
+    def holds_code(self, storm_id: str) -> bool:
+        """Whether this Nimbus has the topology's code (a new leader may not yet: code_sync.py)."""
+        with self.lock:
+            return storm_id in self._meta or self.store.has(storm_id)
+
     def topology_code(self, storm_id: str) -> tuple[TopologyStructure, Mapping[str, Any]]:
         """A stored topology's structure (wired for its mode) and conf, running or pending."""
         with self.lock:

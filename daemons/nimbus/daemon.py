@@ -144,7 +144,7 @@ class Nimbus(Service):
         freq = float(conf["nimbus.monitor.freq.secs"])
         self._monitor = PeriodicThread("nimbus-monitor", lambda: monitor_interval(freq, core.next_timer_in()),
                                        self._monitor_round)
-        self.swaps = SwapDriver(core, self._code_replicated)
+        self.swaps = SwapDriver(core, self)
         self._swap_thread = PeriodicThread("nimbus-swaps", lambda: SWAP_STEP_SECS if self.swaps.busy else SWAP_IDLE_SECS,
                                            self._swap_round)
         if self._serve_rpc:
@@ -185,12 +185,20 @@ class Nimbus(Service):
         if self._leading:  # a standby writes nothing; the leader that takes over goes on
             self.swaps.round()
 
-    def _code_replicated(self, storm_id: str) -> bool:
-        """Whether every other registered Nimbus holds this code (LocalCluster: no other)."""
+    def _peers_holding(self, storm_id: str) -> list[bool | None]:
+        """Each other registered Nimbus: whether it holds this code (None: it did not answer)."""
         if self._sync is None:
-            return True
+            return []
         peers = nimbuses.peers(self.core.cluster.nimbus_registrations(), self._leader, self.me)
-        return all(self._sync.peer_holds(peer, storm_id) for peer in peers)
+        return [self._sync.peer_holds(peer, storm_id) for peer in peers]
+
+    def everywhere(self, storm_id: str) -> bool:
+        """CodeCopies: every other registered Nimbus holds this code (LocalCluster: no other)."""
+        return all(held is True for held in self._peers_holding(storm_id))
+
+    def elsewhere(self, storm_id: str) -> bool:
+        """CodeCopies: another Nimbus holds this code, or may (one that did not answer)."""
+        return any(held is not False for held in self._peers_holding(storm_id))
 
     def _wake_election(self) -> None:
         if self._election is not None:

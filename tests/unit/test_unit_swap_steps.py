@@ -22,11 +22,12 @@ def record(phase="stopping", **kw) -> SwapRecord:
 
 
 def facts(status="stopping", spouts=(None,), committed=None, parked=False, now=NOW, replicated=True,
-          new_running=False) -> steps.Facts:
+          new_running=False, new_code=steps.CODE_HERE) -> steps.Facts:
     marks = {"sentences": list(spouts),
              "$checkpointspout": [CheckpointMark(committed_txid=committed, parked=parked)]}
     return steps.Facts(now=now, old_status=status, marks=marks, stateful_spouts=frozenset({"sentences"}),
-                       checkpoint_component="$checkpointspout", replicated=replicated, new_running=new_running)
+                       checkpoint_component="$checkpointspout", replicated=replicated, new_running=new_running,
+                       new_code=new_code)
 
 
 def quiet(txid):
@@ -74,3 +75,26 @@ def test_an_ended_swap_is_kept_for_an_hour():
     ended = record("done", ended_secs=NOW)
     assert steps.next_step(ended, facts(now=NOW + 60)).kind == steps.WAIT
     assert steps.next_step(ended, facts(now=NOW + steps.ENDED_KEPT_SECS)).kind == steps.FORGET
+
+
+@pytest.mark.parametrize("phase", ["parking", "writing", "saved", "killed"])
+def test_a_new_leader_waits_for_the_new_code_to_be_copied_before_it_takes_or_starts(phase):
+    status = None if phase == "killed" else ("stopping" if phase != "saved" else "inactive")
+    step = steps.next_step(record(phase, txid=8), facts(status=status, committed=8, parked=True,
+                                                        new_code=steps.CODE_ELSEWHERE))
+    assert (step.kind, step.message) == (steps.WAIT, "the new code to be copied to this Nimbus")
+
+
+@pytest.mark.parametrize("phase", ["stopping", "parking", "saved"])
+def test_new_code_on_no_nimbus_gives_the_swap_up_while_the_old_topology_is_there(phase):
+    step = steps.next_step(record(phase), facts(committed=8, parked=True, new_code=steps.CODE_LOST))
+    assert step.kind == steps.FAIL and step.undo
+    assert "wc-2-2" in step.message and "is on no Nimbus" in step.message and "runs the old code" in step.message
+
+
+def test_new_code_on_no_nimbus_after_the_kill_names_the_savepoint_to_start_from():
+    step = steps.next_step(record("killed"), facts(status=None, new_code=steps.CODE_LOST))
+    assert step.kind == steps.FAIL and not step.undo and "--from-savepoint sp" in step.message
+    # started already: the code it runs is beside the point
+    done = steps.next_step(record("killed"), facts(status=None, new_running=True, new_code=steps.CODE_LOST))
+    assert done.kind == steps.DONE

@@ -8,7 +8,7 @@ import logging
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping, Protocol
 
 from cluster_state.records import (
     SWAP_DONE,
@@ -52,14 +52,32 @@ def stateful_components(structure: TopologyStructure) -> tuple[str, ...]:
                         if c.conf.get(STATEFUL_BOLT) or c.conf.get(STATEFUL_SPOUT)))
 
 
-class SwapDriver:
-    """`replicated(storm_id)`: whether every registered Nimbus holds that code (a swap kills the
-    old topology only then, so that a Nimbus taking over can start the new one)."""
+class CodeCopies(Protocol):
+    """The other registered Nimbus daemons' copies of a topology's code (daemons/nimbus/code_sync.py)."""
 
-    def __init__(self, core: NimbusCore, replicated: Callable[[str], bool] = lambda storm_id: True):
+    def everywhere(self, storm_id: str) -> bool:
+        """Whether every other registered Nimbus holds it (a swap removes the old topology only
+        then, so that a Nimbus taking over can start the new one)."""
+
+    def elsewhere(self, storm_id: str) -> bool:
+        """Whether another registered Nimbus holds it (this one can copy it)."""
+
+
+class NoOtherNimbus:
+    """A LocalCluster's Nimbus: there is no other."""
+
+    def everywhere(self, storm_id: str) -> bool:
+        return True
+
+    def elsewhere(self, storm_id: str) -> bool:
+        return False
+
+
+class SwapDriver:
+    def __init__(self, core: NimbusCore, copies: CodeCopies | None = None):
         self.core = core
         self.cluster = core.cluster
-        self._replicated = replicated
+        self._copies = copies or NoOtherNimbus()
         # Per topology: the provider config its swap's client sent (a password the stored confs
         # leave out); a Nimbus taking over has its own conf's.
         self._client_conf: dict[str, Mapping[str, Any]] = {}
@@ -154,10 +172,14 @@ class SwapDriver:
             structure, _conf = core.topology_code(record.old_id)
             spouts = frozenset(cid for cid, c in structure.components.items() if c.conf.get(STATEFUL_SPOUT))
             marks = core.checkpoint_marks(record.old_id)
-        replicated = record.phase == SWAP_PARKING and self._replicated(record.new_id)
+        replicated = record.phase == SWAP_PARKING and self._copies.everywhere(record.new_id)
+        if core.holds_code(record.new_id):
+            where = steps.CODE_HERE
+        else:
+            where = steps.CODE_ELSEWHERE if self._copies.elsewhere(record.new_id) else steps.CODE_LOST
         return steps.Facts(now=core.clock(), old_status=status, marks=marks, stateful_spouts=spouts,
                            checkpoint_component=CHECKPOINT_COMPONENT, replicated=replicated,
-                           new_running=core.status_of(record.new_id) is not None)
+                           new_running=core.status_of(record.new_id) is not None, new_code=where)
 
     def _step(self, record: SwapRecord) -> None:
         step = steps.next_step(record, self._facts(record))
@@ -207,7 +229,7 @@ class SwapDriver:
             tasks = {c: shapes[c].tasks for c in (*stateful_components(structure), CHECKPOINT_COMPONENT) if c in shapes}
             snap = store.snapshot(record.name, tasks)
             self._keep(record, store, Manifest(record.savepoint, record.name, self.core.clock(), snap.txid, shapes,
-                                               tuple(sorted(snap.states)), record.old_id), snap)
+                                               tuple(sorted(snap.states)), record.old_id, snap.generation), snap)
         finally:
             store.close()
 

@@ -21,6 +21,11 @@ from cluster_state.records import (
 # How long an ended swap's record is kept for `storm-py swap --resume` and `list`.
 ENDED_KEPT_SECS = 3600.0
 
+# Where the new code is, for the leader driving the swap: on this Nimbus, on another registered
+# one only (the code sync copies it here), or on none (the Nimbus that took the swap went before
+# another had copied it).
+CODE_HERE, CODE_ELSEWHERE, CODE_LOST = "here", "elsewhere", "lost"
+
 
 @dataclass(frozen=True)
 class Facts:
@@ -31,6 +36,7 @@ class Facts:
     checkpoint_component: str
     replicated: bool                                         # the new code is on every registered Nimbus
     new_running: bool                                        # the new code runs (started already)
+    new_code: str = CODE_HERE                                # where the new code is (CODE_*)
 
 
 @dataclass(frozen=True)
@@ -46,16 +52,22 @@ WAIT, PARK, TAKE, COLLECT, KILL, START, DONE, FAIL, FORGET = (
 
 
 def stopped_at(facts: Facts) -> int | None:
-    """The checkpoint behind every stateful spout's last tuple, once it has committed: every
-    executor of every stateful spout says it passed a checkpoint while stopped, and the
-    checkpoint spout's last commit is at or after the latest of those."""
+    """The checkpoint behind every stateful spout's last tuple, once it has committed."""
+    return stopped_at_checkpoint(facts.marks, facts.stateful_spouts, facts.checkpoint_component)
+
+
+def stopped_at_checkpoint(marks: Mapping[str, Sequence[CheckpointMark | None]], stateful_spouts: frozenset[str],
+                          checkpoint_component: str) -> int | None:
+    """The checkpoint behind every stateful spout's last tuple of an inactive topology, once it
+    has committed: every executor of every stateful spout says it passed a checkpoint while not
+    active, and the checkpoint spout's last commit is at or after the latest of those."""
     since = []
-    for comp in facts.stateful_spouts:
-        marks = facts.marks.get(comp) or ()
-        if not marks or any(m is None or m.quiet_since_txid is None for m in marks):
+    for comp in stateful_spouts:
+        found = marks.get(comp) or ()
+        if not found or any(m is None or m.quiet_since_txid is None for m in found):
             return None
-        since += [m.quiet_since_txid for m in marks]
-    committed = _checkpoint_mark(facts)
+        since += [m.quiet_since_txid for m in found]
+    committed = (marks.get(checkpoint_component) or (None,))[0]
     if committed is None or committed.committed_txid is None:
         return None
     return committed.committed_txid if committed.committed_txid >= max(since, default=0) else None
@@ -71,6 +83,9 @@ def next_step(record: SwapRecord, facts: Facts) -> Step:
     if phase in SWAP_ENDED:
         ended = record.ended_secs or record.started_secs
         return Step(FORGET) if facts.now - ended >= ENDED_KEPT_SECS else Step(WAIT)
+    if facts.new_code == CODE_LOST and not facts.new_running and (
+            facts.old_status is not None or phase not in SWAP_UNDOABLE):
+        return _lost(record, facts)
     if phase in SWAP_UNDOABLE:
         wait = record.deadline_secs - record.started_secs
         if facts.old_status is None:
@@ -94,14 +109,31 @@ def next_step(record: SwapRecord, facts: Facts) -> Step:
             return Step(WAIT, message="its checkpoint spout to park")
         if not facts.replicated:
             return Step(WAIT, message="the new code to reach every Nimbus")
-        return Step(TAKE, txid=mark.committed_txid)
+    if phase == SWAP_KILLED and facts.new_running:
+        return Step(DONE)
+    if facts.new_code != CODE_HERE:  # a new leader: its code sync copies it from the Nimbus that has it
+        return Step(WAIT, message="the new code to be copied to this Nimbus")
+    if phase == SWAP_PARKING:
+        return Step(TAKE, txid=_checkpoint_mark(facts).committed_txid)
     if phase == SWAP_WRITING:
         return Step(COLLECT, txid=record.txid)
     if phase == SWAP_SAVED:
         return Step(KILL) if facts.old_status is not None else Step(START)
     if phase == SWAP_KILLED:
-        return Step(DONE) if facts.new_running else Step(START)
+        return Step(START)
     raise ValueError(f"swap of {name!r}: unknown phase {phase!r}")
+
+
+def _lost(record: SwapRecord, facts: Facts) -> Step:
+    """No Nimbus holds the new code: the old topology goes on while it is there, else the
+    savepoint is where the user starts the new code again."""
+    gone = (f"the new code of topology {record.name!r} ({record.new_id}) is on no Nimbus (the one that took the "
+            f"swap went before another had copied it)")
+    if facts.old_status is not None:
+        return Step(FAIL, undo=True, message=f"{gone}; the swap is given up and the topology runs the old code as "
+                                             f"before: run storm-py swap again")
+    return Step(FAIL, message=f"{gone}, and the old code was removed: submit the new code with "
+                              f"storm-py jar submit ... --from-savepoint {record.savepoint}")
 
 
 def _timed_out(name: str, wait: float, phase: str) -> str:
@@ -112,5 +144,5 @@ def _timed_out(name: str, wait: float, phase: str) -> str:
             f"the swap is given up and it runs the old code as before")
 
 
-__all__ = ["COLLECT", "DONE", "ENDED_KEPT_SECS", "FAIL", "FORGET", "Facts", "KILL", "PARK", "START", "Step", "TAKE",
-           "WAIT", "next_step", "stopped_at"]
+__all__ = ["CODE_ELSEWHERE", "CODE_HERE", "CODE_LOST", "COLLECT", "DONE", "ENDED_KEPT_SECS", "FAIL", "FORGET", "Facts", "KILL", "PARK", "START", "Step", "TAKE",
+           "WAIT", "next_step", "stopped_at", "stopped_at_checkpoint"]
