@@ -340,6 +340,7 @@ SCHEMA: dict[str, Rule] = {
     "topology.state.checkpoint.pause.after.ms": _int(0, nullable=True),
     "topology.state.savepoint": _str(nullable=True),
     "topology.state.savepoint.dir": _str(nullable=True),
+    "topology.state.savepoint.from": Rule("dict", nullable=True, describe_as="a mapping of generation, txid"),
     # Spark sink
     "spark.master": _str(),
     "spark.remote": Rule("str", nullable=True, check=spark_remote_problem,

@@ -176,8 +176,12 @@ def new_code(path: Path, conf: Mapping[str, Any], overrides: Mapping[str, Any], 
               help="With --from-savepoint: start even if a component with state in it is not in this topology.")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
               help="With --from-savepoint: the savepoint directory (a topology whose state is in the memory provider).")
+@click.option("--allow-repeated-output", is_flag=True,
+              help="With --from-savepoint: start even if the topology committed checkpoints after the savepoint "
+                   "(their output, e.g. its table's rows, is then written again).")
 @common_options
-def submit(path, name, inactive, savepoint_id, allow_dropped_state, directory, conf, overrides):
+def submit(path, name, inactive, savepoint_id, allow_dropped_state, directory, allow_repeated_output, conf,
+           overrides):
     """Submit a topology: PATH is a topology .py file (its directory is packaged) or a package .zip."""
     import tempfile
 
@@ -187,8 +191,10 @@ def submit(path, name, inactive, savepoint_id, allow_dropped_state, directory, c
     name = name or _default_name(path)
     # -c values also reach this client (nimbus.seeds finds Nimbus); daemon keys go no further.
     _warn_daemon_keys(overrides, "-c")
-    if (allow_dropped_state or directory) and not savepoint_id:
-        raise click.UsageError(f"{'--dir' if directory else '--allow-dropped-state'} goes with --from-savepoint")
+    given = [o for o, v in (("--dir", directory), ("--allow-dropped-state", allow_dropped_state),
+                            ("--allow-repeated-output", allow_repeated_output)) if v]
+    if given and not savepoint_id:
+        raise click.UsageError(f"{given[0]} goes with --from-savepoint")
     with tempfile.TemporaryDirectory(prefix="storm-py-submit-") as tmp:
         package, _shapes, _topo_conf = new_code(path, conf, overrides, Path(tmp))
         with NimbusSession(conf) as client:
@@ -199,7 +205,8 @@ def submit(path, name, inactive, savepoint_id, allow_dropped_state, directory, c
             # the state the topology starts from: a savepoint, or what its earlier run left
             start = {"provider_config": conf.get(CONFIG_KEY)}
             if savepoint_id:
-                start.update(from_savepoint=savepoint_id, allow_dropped_state=allow_dropped_state, dir=directory)
+                start.update(from_savepoint=savepoint_id, allow_dropped_state=allow_dropped_state, dir=directory,
+                             allow_repeated_output=allow_repeated_output)
             storm_id, notes = submit_package(client, package, name, overrides, inactive, **start)
     click.echo(f"submitted topology {name} as {storm_id}" + (f" from savepoint {savepoint_id}" if savepoint_id else ""))
     for note in notes:

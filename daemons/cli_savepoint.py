@@ -57,7 +57,7 @@ def savepoint(name, directory, conf):
                 if store.workers_write:
                     manifest, _snap = take_to_dir(nimbus, store, name, run, time.monotonic() + DEFAULT_WAIT_SECS)
                 else:
-                    manifest, _snap = take(store, name, run)
+                    manifest, _snap = take(store, name, run, conf)
             finally:
                 store.close()
     except (SavepointRefused, StateUnavailableError) as exc:

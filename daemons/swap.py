@@ -45,13 +45,17 @@ def running(nimbus: Nimbus, name: str) -> Running:
     return Running(details, shapes, tuple(sorted(c.id for c in details.components if c.stateful)))
 
 
-def take(store: SavepointStores, name: str, run: Running) -> tuple[Manifest, Snapshot]:
-    """A savepoint of running topology `name` (its last complete checkpoint, read from Redis), kept."""
+def take(store: SavepointStores, name: str, run: Running, conf: Mapping[str, Any]) -> tuple[Manifest, Snapshot]:
+    """A savepoint of running topology `name` (its last complete checkpoint, read from Redis, with
+    its streams' cuts: executor/savepoints/sources.py), kept; `conf`: the command's."""
+    from executor.savepoints.sources import take_with_cuts
+
     check_mode(name, run.details.conf, "the")
     tasks = {c: run.shapes[c].tasks for c in (*run.stateful, CHECKPOINT_COMPONENT) if c in run.shapes}
-    snap = store.snapshot(name, tasks)
+    snap = take_with_cuts(lambda: store.snapshot(name, tasks), lambda: store.committed_txid(name),
+                          {**conf, **run.details.conf})
     manifest = Manifest(new_id(snap.txid), name, time.time(), snap.txid, run.shapes, tuple(sorted(snap.states)),
-                        None)
+                        None, snap.generation)
     store.save(manifest, snap)
     return manifest, snap
 

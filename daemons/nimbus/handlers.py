@@ -86,7 +86,7 @@ def make_handlers(core: NimbusCore, store: CodeStore, max_package_bytes: int,
         notes: list[str] = []
         if savepoint:
             before = starts.from_savepoint(name, savepoint, arg(a, "allow_dropped_state", bool, False),
-                                           arg(a, "dir", str, None), more)
+                                           arg(a, "dir", str, None), more, arg(a, "allow_repeated_output", bool, False))
         else:
             before = starts.continuing(name, more, notes)
         with core.lock:

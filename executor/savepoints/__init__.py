@@ -20,3 +20,6 @@ The steps, against Nimbus and a store, are daemons/swap.py's (the CLI: daemons/c
 from executor.state.task_files import START_DIR_KEY as SAVEPOINT_DIR_KEY  # noqa: E402, F401  (re-exported)
 
 SAVEPOINT_KEY = "topology.state.savepoint"
+# {generation, txid}: the state generation and checkpoint a start from a savepoint was read from
+# (executor/sinks/_prepared.py publishes what that generation's sinks prepared up to it).
+SAVEPOINT_FROM_KEY = "topology.state.savepoint.from"

@@ -68,6 +68,7 @@ class Manifest:
     components: Mapping[str, Shape]
     stateful: tuple[str, ...]          # the components whose tasks hold state in it
     started_from: str | None = None    # for a swap's savepoint: the run it stopped
+    generation: str | None = None      # the state generation it was read from ("": the first one)
 
     def to_json(self) -> str:
         return json.dumps({"id": self.id, "topology": self.topology, "time_secs": self.time_secs, "txid": self.txid,
@@ -75,7 +76,8 @@ class Manifest:
                                               "keyed_by": list(s.keyed_by) if s.keyed_by else None,
                                               **({"window": dict(s.window)} if s.window else {})}
                                           for c, s in sorted(self.components.items())},
-                           "stateful": list(self.stateful), "started_from": self.started_from}, sort_keys=True)
+                           "stateful": list(self.stateful), "started_from": self.started_from,
+                           **({} if self.generation is None else {"generation": self.generation})}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Manifest":
@@ -84,7 +86,7 @@ class Manifest:
                           s.get("window"))
                  for c, s in d["components"].items()}
         return cls(d["id"], d["topology"], float(d["time_secs"]), int(d["txid"]), comps, tuple(d["stateful"]),
-                   d.get("started_from"))
+                   d.get("started_from"), d.get("generation"))
 
 
 @dataclass
@@ -93,6 +95,7 @@ class Snapshot:
 
     txid: int
     states: dict[str, list[dict[bytes, bytes]]] = field(default_factory=dict)
+    generation: str | None = None   # the state generation it was read from ("": the first one)
 
 
 def new_id(txid: int, now: float | None = None) -> str:
@@ -206,11 +209,41 @@ class SavepointStore:
                 else:
                     states[comp][index] = values
             if not ahead:
-                return Snapshot(txid, {c: v for c, v in states.items() if c in stateful})
+                return Snapshot(txid, {c: v for c, v in states.items() if c in stateful}, generation or "")
             last = f"components {', '.join(sorted(ahead))} are mid-commit of another checkpoint than {txid}"
             time.sleep(pause)
         raise SavepointRefused(f"topology {topology!r}: no consistent checkpoint could be read from the redis state "
                                f"provider at {self.settings.address} ({last})")
+
+    def committed_txid(self, topology: str, generation: str | None = None) -> int | None:
+        """The last checkpoint committed in a generation of the topology's state (the current
+        one by default), one being committed included (decided_txid); None when that
+        generation holds none (or is gone)."""
+        gen = self.generation(topology) if generation is None else (generation or None)
+        keys = self.task_keys(topology, gen, CHECKPOINT_COMPONENT, 0)
+        raw = self._run("read the checkpoint record", lambda: self.client.hgetall(keys.committed))
+        return decided_txid(record_of(raw)) if raw else None
+
+    def committed_since(self, manifest: Manifest) -> int | None:
+        """The latest checkpoint the topology committed after savepoint `manifest` was taken, in
+        the generation it was read from or in one started later; None when it committed none."""
+        if manifest.generation is None:
+            return None  # a savepoint of an older storm-py: its lineage is not known
+        later = []
+        now = self.committed_txid(manifest.topology, manifest.generation)
+        if now is not None and now > manifest.txid:
+            later.append(now)
+        listed = self._run("list the state generations",
+                           lambda: self.client.lrange(self._key(manifest.topology, "generations"), 0, -1))
+        starts = {m.id: m for m in self.manifests(manifest.topology)}
+        for gen in (g.decode() for g in listed):
+            start = starts.get(gen)
+            if start is None or start.time_secs < manifest.time_secs or gen == manifest.generation:
+                continue
+            committed = self.committed_txid(manifest.topology, gen)
+            if committed is not None and committed > start.txid:
+                later.append(committed)
+        return max(later, default=None)
 
     # ------------------------------------------------------------------ savepoints
     def save(self, manifest: Manifest, snapshot: Snapshot) -> None:

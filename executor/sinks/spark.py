@@ -85,6 +85,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from executor.components import Bolt
+from executor.savepoints import SAVEPOINT_FROM_KEY
 from executor.sinks import _layout as L
 from executor.sinks import _prepared as P
 from executor.sinks import _table as T
@@ -252,13 +253,26 @@ class SparkSinkBolt(Bolt):
         # Exactly-once topologies: rows are written at each checkpoint's PREPARE and published at
         # its COMMIT (prepare_output below; executor/sinks/_prepared.py), not by size or time.
         self._two_phase = bool(conf.get("topology.state.exactly.once"))
-        self._txn_dir = P.task_dir(L.table_dir(self.path), str(conf.get("topology.name") or context.storm_id),
-                                   self._task) if self._two_phase else None
+        self._txn_dir = None
+        if self._two_phase:
+            self._txn_dir = self._claim_prepared(conf, context)
         self._staged: list[tuple[str, Any]] = []  # two-phase: batches staged since the last PREPARE
         self._writer = BatchWriter(f"spark-sink-{context.this_component_id}-{self._task}",
                                    lambda rows: self._commit(self._table, rows), on_stop=self._table.close)
         self._results = self._writer.results
         self._writer.start()
+
+    def _claim_prepared(self, conf, context):
+        """This task's directory of prepared txids; the first task of a new instance of the
+        topology adopts what earlier ones left (executor/sinks/_prepared.py)."""
+        table = L.table_dir(self.path)
+        storm_id, topology = str(context.storm_id), str(conf.get("topology.name") or context.storm_id)
+        tdir = P.task_dir(table, storm_id, self._task)
+        P.claim(tdir, topology, context.this_component_id, storm_id)
+        if context.this_task_index == 0:
+            start = conf.get(SAVEPOINT_FROM_KEY) or {}
+            P.adopt(table, topology, context.this_component_id, storm_id, start.get("txid"), self._table.committed)
+        return tdir
 
     def _check_table(self, table: TableWriter) -> None:
         """Fail prepare (the component dies, loudly) when the table cannot be written or Spark

@@ -38,6 +38,7 @@ _BATCH = 64              # lines read or replayed per next_tuple call: it must r
 _UNCOMMITTED_PER_IN_FLIGHT = 10  # read-ahead past an unacked line, as storm-kafka-client's maxUncommittedOffsets
 _SKIP_CHUNK = 1 << 16    # bytes read at a time while skipping an over-long line
 _POSITION = "read position:"      # + a file's name: its state key (exactly-once)
+SOURCE_KEY = "$source"            # where it reads: executor/savepoints/sources.py
 
 
 class DirectorySpoutError(ClearError):
@@ -259,6 +260,11 @@ class DirectorySpout(RewindableSpout):
         self._state = state
         self._positions = {key[len(_POSITION):]: value for key, value in state.items()
                            if isinstance(key, str) and key.startswith(_POSITION)}
+        # A file is marked done once a commit covers it, and never read again: a start from an
+        # older savepoint cannot read it again (executor/savepoints/sources.py refuses one)
+        source = {"kind": "directory", "path": self._dir, "done": self.done}
+        if state.get(SOURCE_KEY) != source:
+            state.put(SOURCE_KEY, source)
         for f in self._files.values():
             f.close()
         self._files.clear()

@@ -38,6 +38,7 @@ from executor.spouts.stream_ledger import (
     check_start,
     check_streams,
     claim_idle_ms,
+    later_id,
 )
 from executor.state.redis_client import RedisSettings
 
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 
 WHO = "RedisStreamSpout"
 _POSITION = "read position:"     # + stream: its state key
+# Where it reads ({kind, host, port, db, group, streams, consumer}), and (a start from an older
+# savepoint) per stream the entries to read again: executor/savepoints/sources.py reads and writes them.
+SOURCE_KEY = "$source"
+REWIND_KEY = "$rewind"
 
 
 class RedisStreamError(ClearError):
@@ -111,8 +116,10 @@ class RedisStreamSpout(RewindableSpout):
         self._exactly_once = once = barrier_only(conf)
         limit = in_flight_limit(self.max_in_flight, conf.get("topology.max.spout.pending"), once)
         self._ledger = ledger = StreamLedger(limit, self.max_deliveries)
+        self._consumer = f"{prefix}-{context.this_task_index}"
+        self._replaying: dict[str, str] = {}
         settings = FetchSettings(
-            streams=self.streams, group=self.group, consumer=f"{prefix}-{context.this_task_index}",
+            streams=self.streams, group=self.group, consumer=self._consumer,
             start=self.start, batch=self.batch, min_read=max(1, min(self.batch, limit // 4)),
             claim_idle_ms=claim_idle_ms(conf.get("topology.message.timeout.secs", 30)), where=where,
             dead_letter=lambda stream: self.dead_letter_stream or f"{stream}:dead-letter",
@@ -148,17 +155,35 @@ class RedisStreamSpout(RewindableSpout):
 
     # ---- exactly-once (executor/checkpoint/spout_side.py calls these) ----
     def init_state(self, state) -> None:
-        """At start and after every rollback: emit again from the committed read position."""
+        """At start and after every rollback: emit again from the committed read position (and,
+        started from an older savepoint, the entries acked since it: its REWIND_KEY, written by
+        executor/savepoints/sources.py). Where it reads goes into the state too (SOURCE_KEY): a
+        savepoint reads the group's cut there."""
         self._state = state
         positions = {s: p for s in self.streams if (p := state.get(_POSITION + s)) is not None}
-        self._fetcher.rewind(self._cursor.rewind(), positions)
+        # what is left to read again: a replay committed before a restart is past the position
+        replay = {s: [i for i in cut.get("replay") or () if s not in positions or later_id(positions[s], i) == i
+                      and i != positions[s]]
+                  for s, cut in (state.get(REWIND_KEY) or {}).items()}
+        self._replaying = {s: ids[-1] for s, ids in replay.items() if ids}
+        self._fetcher.rewind(self._cursor.rewind(), positions, replay)
+        source = {"kind": "redis-stream", "host": self.host, "port": self.port, "db": self.db, "group": self.group,
+                  "streams": list(self.streams), "consumer": self._consumer}
+        if state.get(SOURCE_KEY) != source:
+            state.put(SOURCE_KEY, source)
         if not self._fetcher.started:
             self._fetcher.start()
 
     def pre_prepare(self, txid: int) -> None:
-        """The read position into the state the checkpoint stores (once per checkpoint, not per tuple)."""
-        for stream, entry_id in self._cursor.positions().items():
+        """The read position into the state the checkpoint stores (once per checkpoint, not per
+        tuple); the entries a start from a savepoint had to read again leave it once emitted."""
+        positions = self._cursor.positions()
+        for stream, entry_id in positions.items():
             self._state.put(_POSITION + stream, entry_id)
+        if self._replaying and all(later_id(positions.get(s), last) == positions.get(s)
+                                   for s, last in self._replaying.items()):
+            self._replaying = {}
+            self._state.delete(REWIND_KEY)
 
     def deactivate(self) -> None:
         self._fetcher.wake()  # acks out now

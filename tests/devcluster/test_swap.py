@@ -148,8 +148,10 @@ def _words_counted(redis_server, name: str, generation: str) -> dict[str, int]:
 def test_a_savepoint_of_a_running_topology_is_where_a_later_submit_starts(
         tmp_path, shared_dev_cluster, redis_server, spark_remote):
     """`storm-py savepoint` while it runs, kill, `jar submit --from-savepoint` with the other split
-    rule: every word's count is exactly that of the savepoint's sentences by the old rule plus
-    the later sentences by the new one (what ran between the savepoint and the kill is not counted)."""
+    rule: refused in one line (the topology committed after the savepoint, its table has those
+    rows), then given --allow-repeated-output: every word's count is exactly that of the
+    savepoint's sentences by the old rule plus the later sentences by the new one (what ran
+    between the savepoint and the kill is not counted)."""
     c, table = shared_dev_cluster, tmp_path / "table"
     conf = _conf(table, redis_server, spark_remote)
     submit(c.conf_dir, FILES / "words.py", "swapwc", *conf)
@@ -165,8 +167,15 @@ def test_a_savepoint_of_a_running_topology_is_where_a_later_submit_starts(
         storm_py("kill", "swapwc", "--wait", "0", conf_dir=c.conf_dir, check=0, timeout=120)
         wait_until(lambda: status_in_list(c.conf_dir, "swapwc") is None, DEADLINE, "the topology gone", interval=0.5)
         args = [a for kv in conf for a in ("-c", kv)]
+        # the topology committed checkpoints after the savepoint: their rows are in the table
+        refused = storm_py("jar", "submit", str(FILES / "words_v2.py"), "--name", "swapwc", "--from-savepoint",
+                           savepoint_id, *args, conf_dir=c.conf_dir, check=1, timeout=120)
+        lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "would be written again" in lines[0] and "--allow-repeated-output" in lines[0], \
+            refused.stderr
+        assert status_in_list(c.conf_dir, "swapwc") is None
         out = storm_py("jar", "submit", str(FILES / "words_v2.py"), "--name", "swapwc", "--from-savepoint",
-                       savepoint_id, *args, conf_dir=c.conf_dir, check=0, timeout=120)
+                       savepoint_id, "--allow-repeated-output", *args, conf_dir=c.conf_dir, check=0, timeout=120)
         assert f"from savepoint {savepoint_id}" in out.stdout, out
         wait_until(lambda: _emitted(redis_server, "swapwc", savepoint_id) >= N, DEADLINE,
                    "every sentence committed by the run started from the savepoint", interval=0.5)

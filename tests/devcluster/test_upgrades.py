@@ -226,3 +226,149 @@ def test_swaps_with_their_client_killed_and_a_resubmit_to_another_parallelism_co
     for (_run, word), counts in by_run.items():
         totals[word] += max(counts)
     assert totals == want
+
+
+def _group(dev) -> dict:
+    client = _redis(dev)
+    try:
+        groups = [g for g in client.xinfo_groups("events") if g["name"] == b"summer"] if client.exists("events") else []
+        return groups[0] if groups else {"entries-read": 0, "pending": 0}
+    finally:
+        client.close()
+
+
+def _acked(dev) -> int:
+    g = _group(dev)
+    return (g.get("entries-read") or 0) - g["pending"]
+
+
+def _feed(dev, first: int, last: int) -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "redis_events" / "feed.py"), "--port",
+                          str(dev.redis.port), "--events", str(last - first + 1), "--first", str(first)],
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+
+
+def _event_rows(table, remote: str) -> Counter:
+    read = ("import json, sys\nfrom executor.sinks.spark import read_table, reader_session\n"
+            "spark = reader_session({'spark.remote': sys.argv[2]})\n"
+            "print(json.dumps([r['id'] for r in read_table(sys.argv[1], dedupe=False, spark=spark).collect()]))\n")
+    out = subprocess.run([sys.executable, "-c", read, str(table), remote], capture_output=True, text=True,
+                         timeout=180, stdin=subprocess.DEVNULL, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    return Counter(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_start_from_an_older_savepoint_of_a_redis_stream_is_refused_or_reads_again_what_came_after_it(
+        dev, tmp_path, spark_remote):
+    """Events 1..2000, a savepoint, 2001..4000 acked, the topology killed: a start from the savepoint
+    is refused in one line (the table holds what came after it), and with --allow-repeated-output
+    the stream group goes back to the savepoint's cut: every entry the savepoint had not read is
+    read again (its row twice in the raw table), every entry it had, once; none is lost."""
+    from executor.spouts.stream_ledger import id_order
+
+    name, table, remote = "events", tmp_path / "events-table", spark_remote["spark.remote"]
+    conf = [f"events.redis.port={dev.redis.port}", f"events.table={table}", f"spark.remote={remote}",
+            *QUIET_IDLE_ARGS]
+    args = [a for kv in conf for a in ("-c", kv)]
+    topology = ROOT / "examples" / "redis_events" / "topology.py"
+    try:
+        _feed(dev, 1, 2000)
+        submit(dev.conf_dir, topology, name, *conf)
+        wait_until(lambda: _acked(dev) >= 1000, DEADLINE, lambda: f"1,000 events acked ({_acked(dev)})", interval=0.5)
+        out = storm_py("savepoint", name, conf_dir=dev.conf_dir, timeout=120)
+        savepoint = out.stdout.split()[1]
+        _feed(dev, 2001, 4000)
+        wait_until(lambda: _acked(dev) >= 4000, DEADLINE, lambda: f"every event acked ({_acked(dev)})", interval=0.5)
+        storm_py("kill", name, "--wait", "0", conf_dir=dev.conf_dir, timeout=120)
+        wait_until(lambda: status_in_list(dev.conf_dir, name) is None, DEADLINE, "the topology gone", interval=0.5)
+        refused = storm_py("jar", "submit", str(topology), "--name", name, "--from-savepoint", savepoint, *args,
+                           conf_dir=dev.conf_dir, check=1, timeout=120)
+        lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "would be written again" in lines[0], refused.stderr
+        # what the savepoint had not read: its tasks' pending entries past their positions, and
+        # everything after the group's last delivered id (its cut, kept in the spout's state)
+        client = _redis(dev)
+        try:
+            cuts = [decode(client.hget(f"storm-py:{name}:savepoint:{savepoint}:events#{i}", b"\xa7$rewind"))
+                    for i in range(2)]
+            ids = {e[0].decode(): int(e[1][b"n"]) for e in client.xrange("events")}
+        finally:
+            client.close()
+        ld = cuts[0]["events"]["ld"]
+        again = {i for c in cuts for i in c["events"]["replay"]} | {i for i in ids if id_order(i) > id_order(ld)}
+        assert 0 < len(again) < len(ids)
+        storm_py("jar", "submit", str(topology), "--name", name, "--from-savepoint", savepoint,
+                 "--allow-repeated-output", *args, conf_dir=dev.conf_dir, timeout=120)
+        want = Counter({i: 2 if i in again else 1 for i in ids})
+        wait_until(lambda: _group(dev)["pending"] == 0 and sum(_event_rows(table, remote).values()) >= sum(want.values()),
+                   DEADLINE, "the events after the savepoint read again", interval=2)
+        assert _event_rows(table, remote) == want
+    finally:
+        storm_py("kill", name, "--wait", "0", conf_dir=dev.conf_dir, check=None, timeout=120)
+
+
+STANDBY_HOST = "127.0.0.3"
+
+
+def test_a_swap_goes_on_when_nimbus_s_leader_is_killed_in_its_middle(tmp_path, code, zk_server, zk_admin,
+                                                                     spark_remote):
+    """A Nimbus HA pair on a dev cluster with Redis: the word count swapped from 2 to 3 count
+    tasks, the leader SIGKILLed once the standby holds the new code, before the savepoint; the
+    standby takes over, ends the swap, and every word's count is exact."""
+    import yaml
+    from zk_fixture import zk_conf_for
+
+    from daemons.devcluster import DevCluster
+
+    root = f"/upgrades-ha-{tmp_path.name}"
+    ha = {**FAST, "storm.zookeeper.session.timeout": 4000, "nimbus.code.sync.freq.secs": 1}
+    dev = DevCluster(tmp_path / "dev", supervisors=1, slots=3, user_conf=ha, redis=True,
+                     more_nimbus_hosts=(STANDBY_HOST,), zookeeper_at=zookeeper_at(zk_conf_for(zk_server, root)))
+    standby = standby_out = None
+    name, table, want = "wcs", tmp_path / "table", expected()
+    conf = [f"wordcount.table={table}", f"wordcount.sentences={N}", f"wordcount.seed={SEED}", "wordcount.rate=150",
+            "topology.workers=2", f"spark.remote={spark_remote['spark.remote']}", *QUIET_IDLE_ARGS]
+    try:
+        dev.start()
+        standby_conf = {**dev.conf, "storm.local.hostname": STANDBY_HOST,
+                        "storm.local.dir": str(tmp_path / "nimbus-2"), "storm.log.dir": str(tmp_path / "logs-2")}
+        (tmp_path / "conf-standby").mkdir()
+        (tmp_path / "conf-standby" / "storm.yaml").write_text(yaml.safe_dump(standby_conf))
+        standby_out = open(tmp_path / "standby.out", "wb")
+        standby = subprocess.Popen([sys.executable, "-m", "daemons.cli", "nimbus", "--conf-dir",
+                                    str(tmp_path / "conf-standby")], cwd=ROOT, stdin=subprocess.DEVNULL,
+                                   stdout=standby_out, stderr=subprocess.STDOUT, env=CLI_ENV)
+        submit(dev.conf_dir, code / "topology.py", name, *conf)
+        wait_until(lambda: sent(dev, name) >= N // 8, DEADLINE, "the first sentences committed", interval=0.5)
+        log = open(tmp_path / "swap.out", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "daemons.cli", "swap", name, str(code / "topology_p3.py"),
+                                 "--wait", "120", *[a for kv in conf for a in ("-c", kv)], "--conf-dir",
+                                 str(dev.conf_dir)], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, env=CLI_ENV)
+        try:
+            # the leader waits for the standby to hold the new code before it removes the old
+            # topology; killed before, the swap is given up (tests/unit/test_unit_swap_steps.py)
+            stormdist = tmp_path / "nimbus-2" / "nimbus" / "stormdist"
+            wait_until(lambda: (r := swap_status(dev, name)) and (stormdist / r["new_id"]).is_dir(), DEADLINE,
+                       "the standby to hold the new code", interval=0.05, tolerate=(Exception,))
+            dev.stop_nimbus(kill=True)
+        finally:
+            proc.kill()
+            proc.wait(30)
+            log.close()
+        ended = wait_until(lambda: (r := swap_status(dev, name)) and r["phase"] in ("done", "failed") and r, DEADLINE,
+                           "the standby to take over and end the swap", interval=0.5, tolerate=(Exception,))
+        assert ended["phase"] == "done", ended
+        assert sent(dev, name) < N, "the swap came after the last sentence"
+        wait_until(lambda: committed(dev, name) == want, DEADLINE,
+                   lambda: f"every sentence counted ({sorted((want - committed(dev, name)).items())[:5]} short, "
+                           f"{sorted((committed(dev, name) - want).items())[:5]} over)", interval=1)
+    finally:
+        if standby is not None:
+            from testutil import stop_process
+            stop_process(standby, 30, "the standby nimbus")
+            standby_out.close()
+        dev.stop()
+        zk_admin.delete(root, recursive=True)
