@@ -132,8 +132,8 @@ def test_a_failed_build_leaves_a_working_pure_core_and_says_so(tmp_path):
     import shutil
 
     src = tmp_path / "src"
-    shutil.copytree(REPO / "executor", src / "executor",
-                    ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
+    for package in ("executor", "cluster_state"):  # executor/state reads cluster_state's config schema
+        shutil.copytree(REPO / package, src / package, ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     env = {k: v for k, v in _env(pure=False).items() if k != "PYTHONPATH"}
