@@ -159,7 +159,17 @@ def validate_config(conf: Mapping[str, Any], source: str = "config") -> None:
                   f"or supervisor.worker.memory.limit.mb (the supervisor's, default 2048)")
         elif key not in _INTERNAL_KEYS and key.startswith(_OWNED_PREFIXES) and key not in _warned:
             _warned.add(key)
-            _warn(f"{source}: unknown config key {key!r} (kept, but storm-py does not read it; a typo?)")
+            near = close_key(key)
+            hint = f"; did you mean {near}?" if near else "; a typo?"
+            _warn(f"{source}: unknown config key {key!r} (kept, but storm-py does not read it{hint})")
+
+
+def close_key(key: str) -> str | None:
+    """The known key an unknown one most likely misspells (difflib's ratio), or None."""
+    import difflib
+
+    found = difflib.get_close_matches(key, list(SCHEMA), n=1, cutoff=0.85)
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------- -c key=value

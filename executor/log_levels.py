@@ -45,6 +45,20 @@ _DISPLAY = {1: "ALL", logging.NOTSET: "NOTSET", logging.DEBUG: "DEBUG", logging.
             logging.CRITICAL + 10: "OFF"}
 
 
+# Libraries whose DEBUG lines are their wire (kazoo logs every ZooKeeper packet, in binary): a
+# ROOT change does not reach below INFO on them; naming one (`-l kazoo=DEBUG`) still does.
+QUIET_UNLESS_NAMED = ("kazoo",)
+
+
+def shielded_level(root_level: int, named: bool, shielded: bool) -> int | None:
+    """The level to give a QUIET_UNLESS_NAMED logger, None to leave it: INFO while the root is
+    below it and the log config does not name the logger; back to NOTSET (follow the root) once
+    not, if it was this that set INFO (`shielded`)."""
+    if not named and 0 < root_level < logging.INFO:
+        return None if shielded else logging.INFO
+    return logging.NOTSET if shielded else None
+
+
 class UnknownLevelError(ValueError):
     """A level name that is neither Storm's nor Python's; the message names it and the choices."""
 
@@ -178,6 +192,7 @@ class LogLevelKeeper:
         self._changed: dict[str, dict[str, Changed]] = {}
         self._users: collections.Counter[str] = collections.Counter()
         self._warned: set[tuple[str, str, str]] = set()
+        self._shielded: set[str] = set()   # QUIET_UNLESS_NAMED loggers this set to INFO
 
     def attach(self, storm_id: str) -> None:
         with self._lock:
@@ -196,6 +211,18 @@ class LogLevelKeeper:
                 was = logger.level
                 logger.setLevel(changed[name].reset_level)
                 log.info("%s", _describe(SetLevel(name, changed[name].reset_level, was, 0, "worker stopped")))
+            self._shield(set())
+
+    def _shield(self, named: set[str]) -> None:
+        """QUIET_UNLESS_NAMED loggers kept out of a ROOT change (the lock held)."""
+        named = named | {n for c in self._changed.values() for n in c}
+        root = logging.getLogger().level
+        for lib in QUIET_UNLESS_NAMED:
+            level = shielded_level(root, any(n == lib or n.startswith(lib + ".") for n in named),
+                                   lib in self._shielded)
+            if level is not None:
+                logging.getLogger(lib).setLevel(level)
+                (self._shielded.add if level == logging.INFO else self._shielded.discard)(lib)
 
     def sync(self, storm_id: str, config: LogConfig | None, now: float) -> int | None:
         """Apply `config` for `storm_id` at `now`; returns the next timeout (epoch seconds) to
@@ -212,6 +239,7 @@ class LogLevelKeeper:
             for action in result.actions:
                 get_logger(action.logger).setLevel(action.level)
                 log.info("%s", _describe(action))
+            self._shield(set(result.changed))
             if result.changed:
                 self._changed[storm_id] = result.changed
             else:

@@ -21,7 +21,11 @@ from daemons.nimbus.liveness import Seen, is_fresh
 # A worker's ImportError for a module the topology imports: installed where it was submitted,
 # not in the Python the supervisor runs workers with.
 _MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([^']+)'")
-MAX_ERROR_CHARS = 160
+# The list's last column: the whole line (a runaway message aside), so the cause is never cut.
+MAX_ERROR_CHARS = 1000
+# executor/errors.py ComponentError's line: the user's own error is the cause, the wrapper where
+_COMPONENT_ERROR = re.compile(r"^(?:[\w.]+\.)?ComponentError: component '[^']*' task (?P<task>\d+) "
+                              r"raised in (?P<where>[^:]+): (?P<cause>.+)$")
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,11 @@ class Problem:
 
 
 def explain(error_line: str) -> str:
-    """The error line, with what it means when it is a known cause (a module not installed)."""
+    """The error line, with what it means when it is a known cause (a module not installed);
+    a component's error with the user's own error first (the component is said beside it)."""
+    wrapped = _COMPONENT_ERROR.match(error_line.strip())
+    if wrapped:
+        error_line = f"{wrapped['cause']} (task {wrapped['task']}, in {wrapped['where']})"
     found = _MISSING_MODULE.search(error_line)
     if found:
         return (f"module {found.group(1)!r} is not installed in the workers' Python on this host "

@@ -201,4 +201,5 @@ def test_a_typo_in_storm_s_namespace_is_one_warning_line_and_a_user_s_own_key_is
     out = storm_py("localconfvalue", "topology.workers", "-c", "topology.wokers=2", "-c", "mlledger.dir=/x",
                    conf_dir=tmp_path, check=0)
     assert out.stderr.splitlines() == [
-        "warning: -c: unknown config key 'topology.wokers' (kept, but storm-py does not read it; a typo?)"]
+        "warning: -c: unknown config key 'topology.wokers' (kept, but storm-py does not read it; did you mean "
+        "topology.workers?)"]

@@ -69,7 +69,8 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
 
         class Fragile(Bolt):
             def prepare(self, conf, context, collector):
-                raise RuntimeError("the database at db.example:5432 refused the connection")
+                raise RuntimeError("the database at db.example:5432 refused the connection: check that it runs "
+                                   "and that this host may reach it (pg_hba.conf), then submit the topology again")
 
             def execute(self, tup):
                 pass
@@ -131,6 +132,10 @@ def test_list_shows_restarts_and_the_cause_of_a_topology_that_can_never_run(tmp_
                      timeout=120, interval=1,
                      message=lambda: f"list showing raising's restarts and its error: {rows(c.conf_dir)}")
     assert re.search(r":\d+ \d+m\d+s ago: ", row["LAST ERROR"]), row
+    # the user's error first and whole, the wrapper's class and its component/task prefix gone
+    assert re.search(r"ago: RuntimeError: the database at db\.example:5432 refused the connection: .* then submit "
+                     r"the topology again \(task \d+, in prepare\)$", row["LAST ERROR"]), row
+    assert "ComponentError" not in row["LAST ERROR"], row
     # Each crash-looping topology goes once its row is shown: every relaunch is a worker start.
     storm_py("kill", "raising", "-w", "0", conf_dir=c.conf_dir)
     row = wait_until(lambda: failing("missing", ["module 'fancylib' is not installed"]),

@@ -273,6 +273,18 @@ def test_a_warning_printer_gets_one_line_naming_the_key_and_its_source():
     assert printed == [f"storm.yaml: unknown config key {key!r} (kept, but storm-py does not read it; a typo?)"]
 
 
+def test_an_unknown_key_close_to_a_known_one_names_it():
+    printed: list[str] = []
+    config_mod.set_warning_printer(printed.append)
+    try:
+        validate_config({"topology.workerz": 1}, "-c")
+    finally:
+        config_mod.set_warning_printer(None)
+        config_mod._warned.discard("topology.workerz")
+    assert printed == ["-c: unknown config key 'topology.workerz' (kept, but storm-py does not read it; "
+                       "did you mean topology.workers?)"]
+
+
 def test_storms_jvm_memory_keys_name_the_keys_that_limit_a_workers_memory():
     # issue 47, item 5: before, only "unknown config key" (a typo?) for a Storm user's -Xmx
     printed: list[str] = []

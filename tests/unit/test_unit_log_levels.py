@@ -274,3 +274,28 @@ def test_cli_sends_storm_s_request_and_says_what_it_did(tmp_path, monkeypatch):
         "topology wc: log level of ROOT set to DEBUG for 30 s",
         "topology wc: log level of my.app set to WARN (no timeout)",
         "topology wc: removed the log level of other (back to its reset level)"]
+
+
+def test_a_root_change_leaves_kazoo_s_packet_dumps_out_unless_kazoo_is_named():
+    import logging
+
+    from cluster_state.records import LogConfig, LogLevel
+    from executor.log_levels import LogLevelKeeper
+
+    keeper, root, kazoo = LogLevelKeeper(), logging.getLogger(), logging.getLogger("kazoo")
+    before = root.level, kazoo.level
+    try:
+        root.setLevel(logging.INFO)
+        keeper.attach("t-1-1")
+        keeper.sync("t-1-1", LogConfig({"ROOT": LogLevel("DEBUG", None, 0)}), 100.0)
+        assert root.level == logging.DEBUG and kazoo.getEffectiveLevel() == logging.INFO
+        both = LogConfig({"ROOT": LogLevel("DEBUG", None, 0), "kazoo.client": LogLevel("DEBUG", None, 0)})
+        keeper.sync("t-1-1", both, 101.0)
+        assert logging.getLogger("kazoo.client").getEffectiveLevel() == logging.DEBUG  # named: it is set
+        keeper.sync("t-1-1", None, 102.0)
+        assert root.level == logging.INFO and kazoo.level == logging.NOTSET  # all back as it was
+        keeper.detach("t-1-1")
+    finally:
+        root.setLevel(before[0])
+        kazoo.setLevel(before[1])
+        logging.getLogger("kazoo.client").setLevel(logging.NOTSET)

@@ -38,7 +38,7 @@ def test_the_lists_last_error_column():
     assert _last_error(replace(p, component=None), 1012) == "h1:6700 0m12s ago: ValueError: boom more"
     assert _last_error(p, 1000 + 601) == "-"  # history, not what is wrong now
     assert _last_error(None, 0) == "-"
-    long = _last_error(replace(p, error="x" * 500), 1012)
+    long = _last_error(replace(p, error="x" * 5000), 1012)
     assert len(long) == health.MAX_ERROR_CHARS and long.endswith("...")
 
 
@@ -93,3 +93,14 @@ def test_a_worker_killed_for_its_memory_says_so_before_what_it_logged():
     assert health.death_text("", reason, None, "SIGKILL") == reason
     (p,) = [health.newest_problem({}, [(100, "", reason, 6700, "h1", None, "SIGKILL")])]
     assert not p.bare and p.text == reason
+
+
+def test_a_component_error_says_the_users_error_first_and_whole():
+    line = ("executor.errors.ComponentError: component 'bad' task 2 raised in prepare: ConnectionError: "
+            "cannot reach the cache at 127.0.0.1:11985 " + "(retried) " * 20)
+    p = health.newest_problem({"bad": [(120, "Traceback ...\n  File x\n" + line, "h1", 6700)]}, [])
+    assert p.text.startswith("ConnectionError: cannot reach the cache at 127.0.0.1:11985 ")
+    assert p.text.endswith("(retried) (task 2, in prepare)") and p.component == "bad"
+    assert health.short(p.text) == p.text  # the list's column keeps it whole
+    died = health.death_text(line, "worker w exited", 1)
+    assert died.startswith("ConnectionError: cannot reach") and "ComponentError" not in died
