@@ -331,9 +331,13 @@ class WorkerHeartbeat:
     executor_stats: Mapping[Executor, Any] = field(default_factory=dict)
     # Per checkpointed executor (exactly-once topologies), its CheckpointMark.
     checkpoint_marks: Mapping[Executor, CheckpointMark] = field(default_factory=dict)
+    # The worker's process id on its host (None: an older worker's heartbeat).
+    pid: int | None = None
 
     def __post_init__(self) -> None:
         _str(self.storm_id, "WorkerHeartbeat.storm_id")
+        if self.pid is not None:
+            _int(self.pid, "WorkerHeartbeat.pid")
         _set(self, "executors", _executors(self.executors, "WorkerHeartbeat.executors"))
         _int(self.port, "WorkerHeartbeat.port")
         _int(self.time_secs, "WorkerHeartbeat.time_secs")
@@ -392,6 +396,7 @@ class ExecutorBeat:
     uptime_secs: int
     stats: Any = None
     mark: CheckpointMark | None = None
+    pid: int | None = None       # its worker's process id
 
 
 @dataclass(frozen=True)

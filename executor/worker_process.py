@@ -298,7 +298,7 @@ class WorkerProcess(Service):
         self.cluster.worker_heartbeat(self.storm_id, self.supervisor_id, self.port, WorkerHeartbeat(
             storm_id=self.storm_id, executors=tuple(self.worker.executor_ids), port=self.port, time_secs=now,
             uptime_secs=int(now - self.started_at), executor_stats=stats,
-            checkpoint_marks=self.worker.checkpoint_marks()))
+            checkpoint_marks=self.worker.checkpoint_marks(), pid=os.getpid()))
         self._flush_errors()
 
     # ------------------------------------------------------------------ errors

@@ -72,6 +72,7 @@ class ExecutorEntry:
     host: str | None = None
     port: int | None = None
     uptime_secs: int | None = None
+    pid: int | None = None                      # its worker's process id, from the heartbeat
 
     @classmethod
     def from_wire(cls, wire: Any, where: str) -> ExecutorEntry:
@@ -79,12 +80,12 @@ class ExecutorEntry:
         return cls(executor=fixed(w.req("executor"), f"{where}.executor", 2), component=w.req("component"),
                    node=w.opt("node"), host=w.opt("host"), port=w.opt("port"),
                    start_time_secs=w.req("start_time_secs"), alive=w.req("alive"),
-                   uptime_secs=w.opt("uptime_secs"), stats=w.req("stats"))
+                   uptime_secs=w.opt("uptime_secs"), stats=w.req("stats"), pid=w.opt("pid"))
 
     def to_wire(self) -> dict[str, Any]:
         return {"executor": list(self.executor), "component": self.component, "node": self.node, "host": self.host,
                 "port": self.port, "start_time_secs": self.start_time_secs, "alive": self.alive,
-                "uptime_secs": self.uptime_secs, "stats": self.stats}
+                "uptime_secs": self.uptime_secs, "stats": self.stats, "pid": self.pid}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -161,7 +161,8 @@ def topology_details(f: DetailFacts, sups: Mapping[str, SupervisorInfo], now: fl
             executors.append(ExecutorEntry(
                 executor=tuple(ex), component=comp, node=node, host=hosts.get(node, node) if node else None,
                 port=port, start_time_secs=starts.get(ex), alive=beat is not None,
-                uptime_secs=None if beat is None else beat.uptime_secs, stats=None if beat is None else beat.stats))
+                uptime_secs=None if beat is None else beat.uptime_secs, stats=None if beat is None else beat.stats,
+                pid=None if beat is None else beat.pid))
     errors = {comp: tuple(ComponentError(error=e.error, time_secs=e.time_secs, host=e.host, port=e.port) for e in errs)
               for comp, errs in f.errors.items()}
     nodes = {n for n, _p in enp.values()}

@@ -193,7 +193,9 @@ def workers(details: TopologyDetails) -> list[dict]:
                     "uptime": fmt.pretty_uptime(uptime), "uptimeSeconds": int(uptime),
                     "executorsTotal": len(execs), "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
                     "assignedCpu": 0.0, "workerLogLink": _worker_link(details, execs[0]), "componentNumTasks": num_tasks,
-                    "alive": all(e.alive for e in execs)})
+                    "alive": all(e.alive for e in execs),
+                    # storm-py's: the worker's process id on its host (py-spy, ps; null before a heartbeat)
+                    "pid": next((e.pid for e in execs if e.pid is not None), None)})
     return out
 
 

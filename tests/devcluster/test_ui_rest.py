@@ -84,6 +84,13 @@ def test_every_endpoint_answers_with_storms_shapes(cluster):
     assert detail["configuration"].get("nimbus.authentication.secret") in (None, "********")
     assert {b["boltId"] for b in detail["bolts"]} == {"exclaim1", "exclaim2"}
     assert all(w["workerLogLink"].startswith("http://127.0.0.1:") for w in detail["workers"])
+    # each worker's pid (storm-py's field): the live process of that slot's worker
+    import psutil
+
+    for w in detail["workers"]:
+        assert isinstance(w["pid"], int), w
+        cmdline = " ".join(psutil.Process(w["pid"]).cmdline())
+        assert storm_id in cmdline and str(w["port"]) in cmdline, (w, cmdline)
     assert_shape("component-detail", get(base, f"/api/v1/topology/{storm_id}/component/exclaim1"))
     spout = get(base, f"/api/v1/topology/{storm_id}/component/word", window="600")
     assert spout["componentType"] == "spout" and [w["window"] for w in spout["spoutSummary"]][0] == "600"

@@ -25,6 +25,7 @@ async function render() {
   ], s.slots || []);
   renderTable(document.getElementById("workers"), [
     { title: "Port", value: (w) => w.port, raw: true },
+    { title: "Pid", value: (w) => (w.pid == null ? "" : w.pid), raw: true },
     { title: "Topology", value: (w) => link(topologyHref(w.topologyId), w.topologyName) },
     { title: "Uptime", value: (w) => w.uptime },
     { title: "Executors", value: (w) => w.executorsTotal },

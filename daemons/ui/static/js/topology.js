@@ -114,6 +114,7 @@ async function render() {
   renderTable(document.getElementById("workers"), [
     { title: "Host", value: (w) => w.host },
     { title: "Port", value: (w) => w.port, raw: true },
+    { title: "Pid", value: (w) => (w.pid == null ? "" : w.pid), raw: true },
     { title: "Supervisor", value: (w) => link(supervisorHref(w.supervisorId), w.supervisorId) },
     { title: "Uptime", value: (w) => w.uptime },
     { title: "Executors", value: (w) => w.executorsTotal },
