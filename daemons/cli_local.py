@@ -1,7 +1,8 @@
 """`storm-py local FILE`: run a topology file in an in-process LocalCluster.
 
 The run ends after --duration, when a component dies, or on Ctrl-C / SIGTERM (both the same
-way: a summary, then kill_topology so components' cleanup runs). It exits non-zero when a
+way: the topology deactivated and drained, a summary, then kill_topology so components' cleanup
+runs; a second signal cuts the drain short). It exits non-zero when a
 component died or reported errors, printing each distinct error once.
 """
 
@@ -52,11 +53,13 @@ class StopSignals:
 
     def __init__(self):
         self.received: str | None = None
+        self.count = 0
         self._armed = False
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame) -> None:
         self.received = signal.Signals(signum).name
+        self.count += 1
         if self._armed:
             self._armed = False
             raise _Interrupted()
@@ -131,16 +134,28 @@ def local(file, duration, name, ui_port, conf, overrides):
         if stop.received:
             click.echo(f"{'interrupted' if stop.received == 'SIGINT' else stop.received}: shutting down",
                        err=True)
+        elapsed = time.monotonic() - start
+        # The figures once what the spouts sent is done (acked; exactly once: committed, in the
+        # table), so that the summary's acked is what the table holds; a second signal stops now.
+        drained = bool(cluster.died(name)) or cluster.drain(name, _drain_secs(topo_conf), lambda: stop.count > 1)
         stats = cluster.component_stats(name, include_sys=False)  # the user's figures, as the UI's
         died, reported = cluster.died(name), cluster.errors(name)
-        elapsed = time.monotonic() - start
-        cluster.kill_topology(name)  # deactivate, then stop: components' close/cleanup run
-    _summary(name, stats, spouts, elapsed)
+        storm_id = cluster.storm_id(name)
+        cluster.kill_topology(name)  # then stop: components' close/cleanup run
+    _summary(f"{name} ({storm_id})", stats, spouts, elapsed)
+    if not drained:
+        click.echo(f"  the spouts' pending tuples were not done within {_drain_secs(topo_conf):g}s of the stop: "
+                   f"they are not acked (nor in an exactly-once table)")
     lines = error_lines(died, reported, tf.path.parent)
     for line in lines:
         click.echo(f"error: {line}", err=True)
     if lines:
         raise SystemExit(1)
+
+
+def _drain_secs(topo_conf) -> float:
+    """How long the stop waits for what the spouts sent: their message timeout, at most 30 s."""
+    return min(30.0, float(topo_conf.get("topology.message.timeout.secs") or 30))
 
 
 @contextlib.contextmanager

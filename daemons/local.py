@@ -30,7 +30,10 @@ from cluster_state.records import STATUS_ACTIVE
 from daemons.inprocess.code import LiveCode, LiveCodeStore, LiveSupervisorCode
 from daemons.inprocess.workers import InProcessLauncher, InProcessRuntime, TopologyHooks
 from daemons.nimbus.daemon import Nimbus
+from daemons.nimbus.swaps.steps import stopped_at_checkpoint
 from daemons.supervisor.daemon import Supervisor
+from executor.checkpoint.protocol import CHECKPOINT_COMPONENT
+from executor.checkpoint.wiring import STATEFUL_SPOUT
 from executor.core import log_core
 from executor.errors import ComponentError, InvalidTopologyError, NotAliveError
 from executor.layout import TopologyLayout
@@ -201,6 +204,27 @@ class LocalCluster:
         self._get(name)
         self._core.deactivate(name)
         self._until(lambda: self._spouts_active(name, False), f"the spouts of {name!r} to be deactivated")
+
+    def drain(self, name: str, timeout_secs: float, give_up: Callable[[], bool] = lambda: False) -> bool:
+        """Deactivate the topology, then wait (at most `timeout_secs`) until everything its spouts
+        sent is done: acked, and in an exactly-once topology committed (every stateful spout
+        passed a checkpoint while inactive, and that checkpoint committed: its output is in the
+        table). False: it was not, within the time or before `give_up()`."""
+        rec = self._get(name)
+        self.deactivate(name)
+        structure, _conf = self._core.topology_code(rec.storm_id)
+        stateful = frozenset(cid for cid, c in structure.components.items() if c.conf.get(STATEFUL_SPOUT))
+        spouts = [cid for cid in structure.spouts if not is_system_id(cid)]
+        deadline = time.monotonic() + timeout_secs
+        while True:
+            stats = self.component_stats(name, include_sys=False)
+            acked = all(not stats.get(cid, {}).get("pending") for cid in spouts)
+            if acked and (not stateful or stopped_at_checkpoint(
+                    self._core.checkpoint_marks(rec.storm_id), stateful, CHECKPOINT_COMPONENT) is not None):
+                return True
+            if time.monotonic() >= deadline or self.died(name) or give_up():
+                return False
+            time.sleep(_POLL_SECS)
 
     def rebalance(self, name: str, wait_secs: float = 0, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:

@@ -12,7 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from word_count_components import TABLE, top_words  # noqa: E402
+from word_count_components import TABLE, sentences_by_topology, top_words  # noqa: E402
 
 from executor.sinks.spark import (  # noqa: E402
     SinkTableError,
@@ -49,7 +49,8 @@ def main() -> int:
         say(f"reading every row of {len(snap.batch_rows)} batches ({sum(snap.batch_rows.values())} rows) "
             f"to check them and add up the counts")
         verify_table(args.path, spark=spark, snapshot=snap)  # every batch read whole: damage is an error
-        rows = top_words(read_table(args.path, spark=spark, snapshot=snap), args.n)
+        df = read_table(args.path, spark=spark, snapshot=snap)
+        rows, runs = top_words(df, args.n), sentences_by_topology(df)
     except (FileNotFoundError, SinkTableError, SparkStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -62,6 +63,11 @@ def main() -> int:
     print(f"top words in {args.path}:")
     for word, count in rows:
         print(f"{count:>10}  {word}")
+    if runs:
+        # an exactly-once run's figure is the one its `storm-py local` summary says it acked
+        print("sentences counted, by topology run (each sentence's word found in no other):")
+        for storm_id, n in runs:
+            print(f"{n:>10}  {storm_id}")
     return 0
 
 

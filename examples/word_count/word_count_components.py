@@ -236,3 +236,33 @@ def top_words(df, n: int = 10) -> list[tuple[str, int]]:
     per_run = df.groupBy("run", "word").agg(F.max("count").alias("count"))
     totals = per_run.groupBy("word").agg(F.sum("count").alias("count"))
     return [(r["word"], int(r["count"])) for r in totals.orderBy(F.desc("count"), "word").limit(n).collect()]
+
+
+def marker_words(sentences=SENTENCES) -> dict[str, str] | None:
+    """Per sentence a word found once in it and in no other (its count is the sentence's), or
+    None when some sentence has none."""
+    markers = {}
+    for sentence in sentences:
+        others = {w for o in sentences if o != sentence for w in o.split()}
+        words = sentence.split()
+        unique = [w for w in words if words.count(w) == 1 and w not in others]
+        if not unique:
+            return None
+        markers[unique[0]] = sentence
+    return markers
+
+
+def sentences_by_topology(df, sentences=SENTENCES) -> list[tuple[str, int]]:
+    """(storm id, sentences counted) for every topology run in a table read with read_table,
+    from each sentence's marker word; what `storm-py local`'s summary says it acked, in an
+    exactly-once run. Empty when the sentences have no marker words."""
+    from pyspark.sql import functions as F
+
+    markers = marker_words(sentences)
+    if not markers:
+        return []
+    # a run is "<storm id>-<task id>-<hex>" (CountBolt.fresh_run)
+    per_run = (df.where(F.col("word").isin(list(markers))).groupBy("run", "word").agg(F.max("count").alias("count"))
+               .withColumn("topology", F.regexp_extract("run", r"^(.*)-[0-9]+-[0-9a-f]+$", 1)))
+    totals = per_run.groupBy("topology").agg(F.sum("count").alias("sentences")).orderBy("topology")
+    return [(r["topology"], int(r["sentences"])) for r in totals.collect()]

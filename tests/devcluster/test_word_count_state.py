@@ -105,7 +105,10 @@ def top_words(table, n: int, remote: str) -> dict[str, int]:
                           "-n", str(n), "--spark-remote", remote],
                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = [ln.split() for ln in out.stdout.splitlines()[1:] if ln.strip()]
+    lines = out.stdout.splitlines()[1:]
+    # the top words, then (a line saying so) the sentences counted by each run
+    words = lines[:next((i for i, ln in enumerate(lines) if ln.startswith("sentences counted")), len(lines))]
+    rows = [ln.split() for ln in words if ln.strip()]
     return {word: int(count) for count, word in rows}
 
 
