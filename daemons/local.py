@@ -44,6 +44,7 @@ from executor.structure import validate_topology_name
 from executor.topology import StormTopology
 from executor.transport import InProcessHub
 from executor.tuple import is_system_id
+from executor.windowing.spec import fires_within_secs
 from executor.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -208,23 +209,46 @@ class LocalCluster:
     def drain(self, name: str, timeout_secs: float, give_up: Callable[[], bool] = lambda: False) -> bool:
         """Deactivate the topology, then wait (at most `timeout_secs`) until everything its spouts
         sent is done: acked, and in an exactly-once topology committed (every stateful spout
-        passed a checkpoint while inactive, and that checkpoint committed: its output is in the
+        passed a checkpoint while inactive, and that checkpoint committed), and then what its
+        processing-time windows still held fired and committed too (its output is in the
         table). False: it was not, within the time or before `give_up()`."""
         rec = self._get(name)
         self.deactivate(name)
         structure, _conf = self._core.topology_code(rec.storm_id)
         stateful = frozenset(cid for cid, c in structure.components.items() if c.conf.get(STATEFUL_SPOUT))
         spouts = [cid for cid in structure.spouts if not is_system_id(cid)]
+        windows = max((fires_within_secs(c.conf) for c in structure.components.values()), default=0.0)
         deadline = time.monotonic() + timeout_secs
-        while True:
+
+        def committed() -> int | None:
+            marks = self._core.checkpoint_marks(rec.storm_id).get(CHECKPOINT_COMPONENT) or (None,)
+            return None if marks[0] is None else marks[0].committed_txid
+
+        def wait(done: Callable[[], bool]) -> bool:
+            while not done():
+                if time.monotonic() >= deadline or self.died(name) or give_up():
+                    return False
+                time.sleep(_POLL_SECS)
+            return True
+
+        def stopped() -> bool:
             stats = self.component_stats(name, include_sys=False)
-            acked = all(not stats.get(cid, {}).get("pending") for cid in spouts)
-            if acked and (not stateful or stopped_at_checkpoint(
-                    self._core.checkpoint_marks(rec.storm_id), stateful, CHECKPOINT_COMPONENT) is not None):
-                return True
-            if time.monotonic() >= deadline or self.died(name) or give_up():
+            if any(stats.get(cid, {}).get("pending") for cid in spouts):
                 return False
-            time.sleep(_POLL_SECS)
+            return not stateful or stopped_at_checkpoint(self._core.checkpoint_marks(rec.storm_id), stateful,
+                                                         CHECKPOINT_COMPONENT) is not None
+
+        if not wait(stopped):
+            return False
+        if not stateful or not windows:
+            return True
+        # A window holding the last tuples fires within `windows`; its rows commit with the
+        # first checkpoint that starts after that (two commits on: one may be under way).
+        fired = time.monotonic() + windows + _POLL_SECS
+        if not wait(lambda: time.monotonic() >= fired):
+            return False
+        since = committed() or 0
+        return wait(lambda: (committed() or 0) >= since + 2)
 
     def rebalance(self, name: str, wait_secs: float = 0, num_workers: int | None = None,
                   executors: dict[str, int] | None = None) -> None:

@@ -84,6 +84,16 @@ def is_window_conf(conf: Mapping[str, Any]) -> bool:
     return conf.get(LENGTH_COUNT_KEY) is not None or conf.get(LENGTH_DURATION_KEY) is not None
 
 
+def fires_within_secs(conf: Mapping[str, Any]) -> float:
+    """How long a tuple of a processing-time duration window waits at most before a window that
+    holds it fires (its slide, a tumbling window's length); 0 for a count or event-time window,
+    which time alone never fires."""
+    if conf.get(TIMESTAMP_FIELD_KEY) or conf.get(LENGTH_DURATION_KEY) is None:
+        return 0.0
+    slide = conf.get(SLIDING_DURATION_KEY)
+    return float(slide if slide is not None else conf[LENGTH_DURATION_KEY]) / 1000.0
+
+
 def window_spec(component: str, conf: Mapping[str, Any]) -> WindowSpec:
     """The settings of windowed bolt `component` from its conf; InvalidTopologyError naming the
     component and the key otherwise."""

@@ -57,11 +57,11 @@ def details_wire(status="active", spout=None, split=None, conf=None, unassigned=
     ]
     for e in ex:
         e.update({"node": "sup-1", "host": "h1", "port": 6700, "start_time_secs": 1000, "alive": alive,
-                  "uptime_secs": 60 if alive else None})
+                  "uptime_secs": 60 if alive else None, "pid": 4242 if alive else None})
         if not alive:
             e["stats"] = None
     if unassigned:
-        ex[3].update(node=None, host=None, port=None, alive=False, uptime_secs=None, stats=None)
+        ex[3].update(node=None, host=None, port=None, alive=False, uptime_secs=None, stats=None, pid=None)
     return {
         "id": "wc-1-1000", "name": "wc", "status": status, "owner": "", "launch_time_secs": 1000,
         "uptime_secs": 65, "requested_workers": 1, "now_secs": 1065,
@@ -151,6 +151,7 @@ def test_topology_figures_per_window_and_sys():
     assert with_sys["spouts"][0]["emitted"] == 200  # __ack_init counted with sys=1
     assert answer["workers"][0]["componentNumTasks"] == {"__acker": 1, "spout": 1, "split": 2}
     assert answer["workers"][0]["workerLogLink"].startswith("http://h1:8000/log?file=wc-1-1000%2F6700")
+    assert answer["workers"][0]["pid"] == 4242  # storm-py's, beside Storm's fields
 
 
 def test_spouts_and_bolts_have_per_second_rates_as_monitor_computes_them():

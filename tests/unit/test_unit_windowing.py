@@ -258,3 +258,19 @@ def test_restored_items_in_processing_time_are_handed_out_by_the_next_window():
     again.restore(data, lambda x: x)
     again.restamp(60_000.0)
     assert [w[0] for w in windows([again.on_time(60_100.0)])] == [[0, 1, 2]]
+
+
+def test_a_processing_time_window_fires_within_its_slide_and_a_count_or_event_time_one_never_by_time():
+    from executor.windowing.spec import (
+        LENGTH_COUNT_KEY,
+        LENGTH_DURATION_KEY,
+        SLIDING_DURATION_KEY,
+        TIMESTAMP_FIELD_KEY,
+        fires_within_secs,
+    )
+
+    assert fires_within_secs({LENGTH_DURATION_KEY: 500}) == 0.5  # tumbling: its length
+    assert fires_within_secs({LENGTH_DURATION_KEY: 10_000, SLIDING_DURATION_KEY: 2_000}) == 2.0
+    assert fires_within_secs({LENGTH_COUNT_KEY: 100}) == 0.0
+    assert fires_within_secs({LENGTH_DURATION_KEY: 500, TIMESTAMP_FIELD_KEY: "ts"}) == 0.0
+    assert fires_within_secs({}) == 0.0
