@@ -533,7 +533,11 @@ def measure(dev: DevCluster, out: Path, run_dir: Path, seconds: float, profile: 
 
 
 def run_conf(mode: str, workers: int, out: Path, extra: dict | None = None) -> dict:
-    return {"topology.workers": workers, **MODE_CONF[mode], **(extra or {}), "scaling.acked": mode == "acked",
+    """A run's topology config. The spout emits with message ids in acked mode; in exactly-once
+    mode too with `--conf scaling.acked=true` (a Storm user's spout: each id acked at its commit)."""
+    extra = extra or {}
+    acked = mode == "acked" or (mode == "exactly-once" and extra.get("scaling.acked") is True)
+    return {"topology.workers": workers, **MODE_CONF[mode], **extra, "scaling.acked": acked,
             "scaling.out": str(out)}
 
 

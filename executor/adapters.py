@@ -140,6 +140,10 @@ class SpoutAdapter(AdapterBase):
         raise NotImplementedError(f"{type(self).__name__} coordinates no checkpoints "
                                   f"(asked to roll back for task {spout_task})")
 
+    def request_checkpoint(self, spout_task: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} coordinates no checkpoints "
+                                  f"(asked for one by task {spout_task})")
+
     def gauges(self) -> dict[str, Any]:
         return {}
 

@@ -31,10 +31,12 @@ ACKER_FAIL = 3   # (ACKER_FAIL, root)                               bolt -> acke
 SPOUT_ACK = 4    # (SPOUT_ACK, root)                                acker -> spout
 SPOUT_FAIL = 5   # (SPOUT_FAIL, root)                               acker -> spout
 CHECKPOINT_FAILED = 6  # (CHECKPOINT_FAILED, spout_task)  stateful spout -> checkpoint spout (exactly-once)
+CHECKPOINT_WANTED = 7  # (CHECKPOINT_WANTED, spout_task)  stateful spout at max spout pending -> checkpoint spout
 
 WIRE_VERSION = 1  # the first element of every batch (one byte on the wire)
 
-_CONTROL_LEN = {ACKER_INIT: 4, ACKER_ACK: 3, ACKER_FAIL: 2, SPOUT_ACK: 2, SPOUT_FAIL: 2, CHECKPOINT_FAILED: 2}
+_CONTROL_LEN = {ACKER_INIT: 4, ACKER_ACK: 3, ACKER_FAIL: 2, SPOUT_ACK: 2, SPOUT_FAIL: 2, CHECKPOINT_FAILED: 2,
+                CHECKPOINT_WANTED: 2}
 
 Resolver = Callable[[int, str], "tuple[str, Fields]"]
 
@@ -233,4 +235,5 @@ def batch_bytes(batch: list) -> int:
 
 
 __all__ = ["pack_batch", "decode_batch", "unpack_batch", "TupleColumn", "check_values", "measure_values", "batch_bytes", "DecodeError", "WIRE_VERSION", "ACKER_INIT",
-           "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL", "CHECKPOINT_FAILED"]
+           "ACKER_ACK", "ACKER_FAIL", "SPOUT_ACK", "SPOUT_FAIL", "CHECKPOINT_FAILED",
+           "CHECKPOINT_WANTED"]

@@ -16,6 +16,7 @@ from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
 from executor.serialization import (
     CHECKPOINT_FAILED,
+    CHECKPOINT_WANTED,
     SPOUT_ACK,
     SPOUT_FAIL,
 )
@@ -100,10 +101,10 @@ class SpoutExecutor(ExecutorBase):
         return targets
 
     def in_flight(self) -> int:
-        """Storm's pending tuples: trees not yet acked, and an exactly-once spout's tuples not yet
-        in a committed checkpoint (what topology.max.spout.pending bounds)."""
+        """Storm's pending tuples, what topology.max.spout.pending bounds: trees not yet acked, and
+        an exactly-once spout's tuples no checkpoint barrier has followed yet (SpoutBarriers.ahead)."""
         barriers = self._barriers
-        return self.pending.size() + (barriers.uncommitted if barriers else 0)
+        return self.pending.size() + (barriers.ahead if barriers else 0)
 
     # ---- ack/fail ----
     def _ack_msg(self, task, msg_id, started, stream):
@@ -152,6 +153,8 @@ class SpoutExecutor(ExecutorBase):
                     if info is None:
                         if p[0] == CHECKPOINT_FAILED:  # to the checkpoint spout: roll back
                             self._adapters[task].request_rollback(p[1])
+                        elif p[0] == CHECKPOINT_WANTED:  # ... a spout at max spout pending
+                            self._adapters[task].request_checkpoint(p[1])
                         continue  # else already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
                         self._ack_msg(info[0], info[1], info[4], info[2])
@@ -222,7 +225,6 @@ class SpoutExecutor(ExecutorBase):
         no_emits = True
         if not pe or self.outbox.try_flush_pending():
             max_pending = self.max_pending
-            pending = self.pending
             barriers = self._barriers
             objs = self._objs
             self._where = "next_tuple"
@@ -230,7 +232,9 @@ class SpoutExecutor(ExecutorBase):
             if paused:
                 self._skipping(SKIP_BACKPRESSURE)
             for _ in range(0 if paused else self.burst):
-                if max_pending and (pending.size() + barriers.uncommitted if barriers else pending.size()) >= max_pending:
+                if max_pending and self.in_flight() >= max_pending:
+                    if barriers is not None:
+                        barriers.want_checkpoint()
                     if no_emits:
                         self._skipping(SKIP_MAX_PENDING)
                     break

@@ -615,7 +615,7 @@ def _pending_words(conf) -> tuple[str, str]:
     """What a spout's pending tuples wait for: a commit in exactly-once mode (its tuples are done
     when the checkpoint after them commits), else acks. (A count's words, the waiting's words.)"""
     if barrier_only(conf):
-        return "tuples wait for a checkpoint to commit", "its tuples wait for a checkpoint to commit"
+        return "tuples wait for the next checkpoint", "its tuples wait for the next checkpoint"
     return "tuple trees wait for acks", "its tuples wait for acks"
 
 

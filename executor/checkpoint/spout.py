@@ -1,6 +1,7 @@
 """The `$checkpointspout` system spout (Storm's CheckpointSpout.java): one task that drives the
-whole topology through PREPARE / COMMIT every `topology.state.checkpoint.interval.ms`, and
-through ROLLBACK / INITSTATE after a failure or at start. Each action is one tuple tree on the
+whole topology through PREPARE / COMMIT every `topology.state.checkpoint.interval.ms` (sooner
+when a stateful spout at `topology.max.spout.pending` asks: exactly-once mode), and through
+ROLLBACK / INITSTATE after a failure or at start. Each action is one tuple tree on the
 `$checkpoint` stream (message id: the txid); the next action waits until it is acked."""
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._spout_tasks: list[int] = []
         self._rolled_back = False
         self._rollback_requested = False
+        self._checkpoint_wanted = False                # a stateful spout at max spout pending asked
         self._reset_requested = False                  # a task's committed state is gone (STATE_LOST)
         self._retry_secs = 0.0                         # the back-off after failed steps (0: none)
         self._retry_at = 0.0
@@ -162,13 +164,15 @@ class CheckpointSpout(SpoutAdapter, Spout):
                 if not self._save(TxState(self._tx.txid + 1, PREPARING)):
                     return
             self._emit(self._tx.txid, self._tx.next_action(True))
-        elif self._tx.state != COMMITTED or time.monotonic() - self._last_checkpoint >= self._interval:
+        elif (self._tx.state != COMMITTED or self._checkpoint_wanted
+              or time.monotonic() - self._last_checkpoint >= self._interval):
             if self._tx.state == COMMITTED:
                 if self._status is not None and self._status.park:
                     return  # a stop: the checkpoint behind the spouts' last tuples committed
                 if not self._save(self._tx.next_state(False)):
                     return
                 self._last_checkpoint = time.monotonic()
+                self._checkpoint_wanted = False
             self._emit(self._tx.txid, self._tx.next_action(False))
 
     def _emit(self, txid: int, action: str) -> None:
@@ -201,6 +205,12 @@ class CheckpointSpout(SpoutAdapter, Spout):
         self._rollback_requested = True
         if not self._in_progress:
             self._start_recovery()
+
+    def request_checkpoint(self, spout_task: int) -> None:
+        """SpoutAdapter.request_checkpoint (exactly-once): a stateful spout task is at
+        topology.max.spout.pending; the next checkpoint starts as soon as none is under way,
+        without waiting for the interval."""
+        self._checkpoint_wanted = True
 
     def _start_recovery(self) -> None:
         self._rollback_requested = False

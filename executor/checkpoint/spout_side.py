@@ -28,7 +28,7 @@ from executor.checkpoint.protocol import (
 )
 from executor.checkpoint.sealing import sealed
 from executor.components import Spout
-from executor.serialization import ACKER_FAIL
+from executor.serialization import ACKER_FAIL, CHECKPOINT_WANTED
 from executor.tuple import Tuple
 
 log = logging.getLogger(__name__)
@@ -141,9 +141,15 @@ class SpoutBarriers:
         self._wants = frozenset(t for t in ex.task_ids if ex.w.objs[t].wants_acks())
         self._since: dict[int, list | dict] = {t: self._empty(t) for t in ex.task_ids}
         self._prepared: dict[int, list] = {}
-        # Tuples emitted and not yet in a committed checkpoint: Storm's pending tuples (a stateful
-        # bolt acks its inputs at a commit), which topology.max.spout.pending bounds.
+        # Tuples emitted and not yet in a committed checkpoint (a stateful bolt acks its inputs at
+        # a commit), and of those the ones no PREPARE has followed yet: what
+        # topology.max.spout.pending bounds in this mode (executor/spout.py). A spout at the bound
+        # asks for the next checkpoint at once (want_checkpoint): it runs N tuples ahead of the
+        # checkpoint under way, not N per interval, and a rollback re-sends at most 2N (one
+        # checkpoint is under way at a time).
         self.uncommitted = 0
+        self.ahead = 0
+        self._asked = False      # asked for a checkpoint since the last step it passed on
         # Exactly-once: when the checkpoint this executor passed a PREPARE of was first passed on
         # (monotonic secs; None once it commits or rolls back). Past `_pause_after` the spout
         # emits nothing (behind()): what aligning bolts hold and what waits in the queues ahead of
@@ -163,6 +169,7 @@ class SpoutBarriers:
     def emitted(self, task: int, msg_id, stream: str) -> None:
         """A tuple with a message id left `task` (outside every tuple tree)."""
         self.uncommitted += 1
+        self.ahead += 1
         since = self._since.get(task)
         if type(since) is list:
             since.append((msg_id, stream))
@@ -193,8 +200,10 @@ class SpoutBarriers:
                     self.quiet_since = txid
             else:
                 self.quiet_since = None
+            self._asked = False
             since = self._since.get(task)
             if since:
+                self.ahead -= _size(since)
                 self._prepared.setdefault(task, []).append((txid, since))
                 self._since[task] = self._empty(task)
             if self._preparing is None:
@@ -205,10 +214,13 @@ class SpoutBarriers:
                 self._preparing = None
         else:
             self._preparing = None  # a ROLLBACK or INITSTATE: the spout starts again from there
+            self._asked = False
         if action == ROLLBACK:
             # what was emitted since the last commit belongs to the rolled-back past
             if task in self._since:
-                self.uncommitted -= _size(self._since[task])
+                size = _size(self._since[task])
+                self.uncommitted -= size
+                self.ahead -= size
                 self._since[task] = self._empty(task)
             self.uncommitted -= sum(_size(done) for _txid, done in self._prepared.pop(task, ()))
         self._ack(tup, self._pass_on(task, tup))
@@ -219,6 +231,17 @@ class SpoutBarriers:
         preparing = self._preparing
         return (preparing is not None and self._pause_after is not None
                 and time.monotonic() - preparing[1] > self._pause_after)
+
+    def want_checkpoint(self) -> None:
+        """The spout is at topology.max.spout.pending: ask the checkpoint spout for the next
+        checkpoint now rather than at its interval (once until the next step passes)."""
+        if self._asked:
+            return
+        self._asked = True
+        ex = self.ex
+        coordinator = coordinator_task(ex.w.contexts[ex.task_ids[0]])
+        if coordinator is not None:
+            ex.outbox.send(coordinator, (CHECKPOINT_WANTED, ex.task_ids[0]))
 
     def _ask_reset(self, task: int) -> None:
         """Tell the checkpoint spout that this task's committed state is gone (rare: asked for

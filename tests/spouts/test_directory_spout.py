@@ -95,6 +95,8 @@ def test_in_flight_limit_is_lowered_by_max_spout_pending():
     assert in_flight_limit(1000, 50) == 50
     assert in_flight_limit(10, 50) == 10
     assert in_flight_limit(None, None) == 1000 and in_flight_limit(None, None, exactly_once=True) == 100_000
+    # exactly-once: the key bounds what runs ahead of the checkpoint under way, which holds as many
+    assert in_flight_limit(None, 50, exactly_once=True) == 100
 
 
 def test_line_text_strips_one_newline_and_replaces_bad_utf8():

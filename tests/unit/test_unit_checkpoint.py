@@ -8,6 +8,7 @@ import pytest
 from executor.checkpoint.forwarder import CheckpointForwarder
 from executor.checkpoint.protocol import (
     ALIGNMENT_BOUNDS_MS,
+    CHECKPOINT_COMPONENT,
     CHECKPOINT_STREAM,
     COMMIT,
     COMMITTED,
@@ -392,6 +393,39 @@ def test_failed_checkpoint_steps_are_retried_with_a_growing_back_off(monkeypatch
     assert spout._retry_secs == 0
 
 
+def test_a_spout_at_max_spout_pending_gets_the_next_checkpoint_without_the_interval(monkeypatch):
+    import executor.checkpoint.spout as cps
+
+    now = [1000.0]
+    monkeypatch.setattr(cps.time, "monotonic", lambda: now[0])
+    structure = SimpleNamespace(spouts={})
+    context = SimpleNamespace(topology=SimpleNamespace(structure=structure), this_component_id="$checkpointspout",
+                              this_task_id=1, this_task_index=0, storm_id="t-2", component_tasks=lambda c: [])
+    spout = cps.CheckpointSpout()
+    c = _SpoutCollector()
+    spout.open({"topology.name": "wanted", "topology.state.exactly.once": True,
+                "topology.state.checkpoint.interval.ms": 1000}, context, c)
+
+    def step() -> list | None:
+        spout.next_tuple()
+        if not c.emitted:
+            return None
+        txid, action = c.emitted.pop()
+        spout.ack(txid)
+        return [txid, action]
+
+    while spout._recovering:  # the start's ROLLBACK and INITSTATE
+        assert step() is not None
+    assert step() == [0, PREPARE] and step() == [0, COMMIT]
+    now[0] += 0.2
+    assert step() is None  # the interval has not passed
+    spout.request_checkpoint(5)
+    assert step() == [1, PREPARE] and step() == [1, COMMIT]
+    assert step() is None  # asked once: the next waits for the interval again
+    now[0] += 1.0
+    assert step() == [2, PREPARE]
+
+
 def test_a_hook_that_raises_is_one_error_naming_the_component_and_the_hook():
     from executor.checkpoint.protocol import CheckpointHookError, call_hook
 
@@ -426,12 +460,16 @@ def _spout_barriers(wants_acks: bool, conf=None):
     acked, counted = [], []
     spout = SimpleNamespace(wants_acks=lambda: wants_acks, handle_checkpoint=lambda action, txid: True)
     route = SimpleNamespace(targets=lambda values: [9])
+    context = SimpleNamespace(component_tasks=lambda cid: [7] if cid == CHECKPOINT_COMPONENT else [])
+    sent = []  # what the executor's outbox sent: (task, payload)
     ex = SimpleNamespace(
         task_ids=[1, 2], component_id="numbers", conf=conf or {}, spout_active=True, w=SimpleNamespace(objs={1: spout, 2: spout},
                                                                    routes={1: {CHECKPOINT_STREAM: route},
-                                                                           2: {CHECKPOINT_STREAM: route}}),
+                                                                           2: {CHECKPOINT_STREAM: route}},
+                                                                   contexts={1: context, 2: context}),
         outbox=SimpleNamespace(emit_rooted=lambda *a: 0, ack_value=lambda root, value: None,
-                               begin_barriers=lambda: None, end_barriers=lambda: None),
+                               begin_barriers=lambda: None, end_barriers=lambda: None,
+                               send=lambda task, payload: sent.append((task, payload)), sent=sent),
         ack_committed=lambda task, msg_id, stream: acked.append(msg_id),
         count_committed=lambda stream, n: counted.append(n))
     return SpoutBarriers(ex), acked, counted
@@ -508,6 +546,33 @@ def test_a_spouts_tuples_are_pending_until_the_checkpoint_after_them_commits(wan
     b.emitted(1, 5, "default")
     b.on_barrier(1, _Step(2, ROLLBACK))
     assert b.uncommitted == 0
+
+
+def test_max_spout_pending_bounds_what_runs_ahead_of_the_checkpoint_and_asks_for_the_next():
+    # exactly-once mode: the bound counts tuples no PREPARE has followed (SpoutBarriers.ahead);
+    # a spout at it asks the checkpoint spout (task 7) once until the next step passes
+    from executor.serialization import CHECKPOINT_WANTED
+
+    b, _acked, _counted = _spout_barriers(True)
+    for n in range(3):
+        b.emitted(1, n, "default")
+    b.emitted(2, 3, "default")
+    assert (b.ahead, b.uncommitted) == (4, 4)
+    b.want_checkpoint()
+    b.want_checkpoint()
+    assert b.ex.outbox.sent == [(7, (CHECKPOINT_WANTED, 1))]
+    b.on_barrier(1, _Step(1, PREPARE))
+    assert (b.ahead, b.uncommitted) == (1, 4)  # task 2's tuple is still ahead of its barrier
+    b.on_barrier(2, _Step(1, PREPARE))
+    b.emitted(1, 4, "default")
+    assert (b.ahead, b.uncommitted) == (1, 5)
+    b.want_checkpoint()  # a step passed since the last ask: asked again
+    assert len(b.ex.outbox.sent) == 2
+    b.on_barrier(1, _Step(1, COMMIT))
+    b.on_barrier(2, _Step(1, COMMIT))
+    assert (b.ahead, b.uncommitted) == (1, 1)
+    b.on_barrier(1, _Step(2, ROLLBACK))
+    assert (b.ahead, b.uncommitted) == (0, 0)
 
 
 @pytest.mark.parametrize("durable, committed, target, plan", [

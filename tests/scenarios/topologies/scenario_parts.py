@@ -380,12 +380,15 @@ class NewSums(BaseWindowedBolt):
 class SumBolt(BaseStatefulBolt):
     """Sums the numbers it gets in its state; records what each PREPARE captured ("prepared":
     txid, sum, count), each COMMIT ("committed": txid) and each rollback ("rollback"). Its
-    pre_rollback raises the first `sum.rollback.raises` times (topology config; default never)."""
+    pre_rollback raises the first `sum.rollback.raises` times (topology config; default never).
+    With `sum.hold.commits` its pre_commit waits until the test releases `sum-commits` (a slow
+    commit; at most two minutes)."""
 
     def prepare(self, conf, context, collector):
         self.collector = collector
         self.rec = Recorder(conf, context)
         self.raises = int(conf.get("sum.rollback.raises", 0))
+        self.hold_commits = bool(conf.get("sum.hold.commits"))
 
     def init_state(self, state):
         self.state = state
@@ -402,6 +405,9 @@ class SumBolt(BaseStatefulBolt):
         self.rec.record("prepared", txid=txid, sum=self.state.get("sum", 0), count=self.state.get("count", 0))
 
     def pre_commit(self, txid):
+        deadline = time.monotonic() + 120
+        while self.hold_commits and not self.rec.released("sum-commits") and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.rec.record("committed", txid=txid)
 
     def pre_rollback(self):
