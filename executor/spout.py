@@ -225,6 +225,7 @@ class SpoutExecutor(ExecutorBase):
         no_emits = True
         if not pe or self.outbox.try_flush_pending():
             max_pending = self.max_pending
+            pending = self.pending
             barriers = self._barriers
             objs = self._objs
             self._where = "next_tuple"
@@ -232,7 +233,8 @@ class SpoutExecutor(ExecutorBase):
             if paused:
                 self._skipping(SKIP_BACKPRESSURE)
             for _ in range(0 if paused else self.burst):
-                if max_pending and self.in_flight() >= max_pending:
+                # in_flight(), inline: once per next_tuple while the key is set
+                if max_pending and pending.size() + (barriers.ahead if barriers else 0) >= max_pending:
                     if barriers is not None:
                         barriers.want_checkpoint()
                     if no_emits:

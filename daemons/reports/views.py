@@ -612,8 +612,8 @@ def diagnose(topo: _Topo) -> list[str]:
 
 
 def _pending_words(conf) -> tuple[str, str]:
-    """What a spout's pending tuples wait for: a commit in exactly-once mode (its tuples are done
-    when the checkpoint after them commits), else acks. (A count's words, the waiting's words.)"""
+    """What a spout's pending tuples wait for: the next checkpoint in exactly-once mode (what
+    max spout pending counts there: tuples no barrier has followed yet), else acks. (A count's words, the waiting's words.)"""
     if barrier_only(conf):
         return "tuples wait for the next checkpoint", "its tuples wait for the next checkpoint"
     return "tuple trees wait for acks", "its tuples wait for acks"

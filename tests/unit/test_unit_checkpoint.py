@@ -362,19 +362,27 @@ class _SpoutCollector:
         self.errors.append(str(exc))
 
 
-def test_failed_checkpoint_steps_are_retried_with_a_growing_back_off(monkeypatch):
-    # A hook that raises every time (here: every step fails) must not flood the topology with
-    # checkpoint tuples: each retry waits twice as long as the last, up to 5 s.
+def _checkpoint_spout(monkeypatch, now: list, conf: dict):
+    """A CheckpointSpout opened with `conf` (memory state, no stateful spouts) on a clock that
+    reads `now[0]`, and its collector."""
     import executor.checkpoint.spout as cps
 
-    now = [1000.0]
     monkeypatch.setattr(cps.time, "monotonic", lambda: now[0])
     structure = SimpleNamespace(spouts={})
     context = SimpleNamespace(topology=SimpleNamespace(structure=structure), this_component_id="$checkpointspout",
-                              this_task_id=1, this_task_index=0, storm_id="t-1", component_tasks=lambda c: [])
+                              this_task_id=1, this_task_index=0, storm_id=f"{conf['topology.name']}-1",
+                              component_tasks=lambda c: [])
     spout = cps.CheckpointSpout()
     c = _SpoutCollector()
-    spout.open({"topology.name": "backoff", "topology.state.exactly.once": True}, context, c)
+    spout.open(conf, context, c)
+    return spout, c
+
+
+def test_failed_checkpoint_steps_are_retried_with_a_growing_back_off(monkeypatch):
+    # A hook that raises every time (here: every step fails) must not flood the topology with
+    # checkpoint tuples: each retry waits twice as long as the last, up to 5 s.
+    now = [1000.0]
+    spout, c = _checkpoint_spout(monkeypatch, now, {"topology.name": "backoff", "topology.state.exactly.once": True})
     waits = []
     for _ in range(8):
         spout.next_tuple()
@@ -394,17 +402,9 @@ def test_failed_checkpoint_steps_are_retried_with_a_growing_back_off(monkeypatch
 
 
 def test_a_spout_at_max_spout_pending_gets_the_next_checkpoint_without_the_interval(monkeypatch):
-    import executor.checkpoint.spout as cps
-
     now = [1000.0]
-    monkeypatch.setattr(cps.time, "monotonic", lambda: now[0])
-    structure = SimpleNamespace(spouts={})
-    context = SimpleNamespace(topology=SimpleNamespace(structure=structure), this_component_id="$checkpointspout",
-                              this_task_id=1, this_task_index=0, storm_id="t-2", component_tasks=lambda c: [])
-    spout = cps.CheckpointSpout()
-    c = _SpoutCollector()
-    spout.open({"topology.name": "wanted", "topology.state.exactly.once": True,
-                "topology.state.checkpoint.interval.ms": 1000}, context, c)
+    spout, c = _checkpoint_spout(monkeypatch, now, {"topology.name": "wanted", "topology.state.exactly.once": True,
+                                                    "topology.state.checkpoint.interval.ms": 1000})
 
     def step() -> list | None:
         spout.next_tuple()
