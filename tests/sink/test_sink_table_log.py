@@ -112,11 +112,19 @@ _KILLED_COMPACTION = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("step", ["read", "written", "renamed", "committed"])
-def test_a_compaction_killed_at_any_step_loses_nothing(spark, spark_remote, tmp_path, step):
-    original = tmp_path / "original"
+@pytest.fixture(scope="module")
+def uncompacted(spark, tmp_path_factory) -> Path:
+    """60 rows in batches of 5, never compacted: each killed compaction works on a copy (a
+    topology run per step cost the most of these tests)."""
+    original = tmp_path_factory.mktemp("uncompacted") / "original"
     _write_rows(str(original), 60, {"sink.compaction.enabled": False}, batch_size=5)
     assert table_stats(original)["batch_dirs"] >= 2
+    return original
+
+
+@pytest.mark.parametrize("step", ["read", "written", "renamed", "committed"])
+def test_a_compaction_killed_at_any_step_loses_nothing(spark, spark_remote, uncompacted, tmp_path, step):
+    original = uncompacted
     table = tmp_path / f"killed-at-{step}"
     shutil.copytree(original, table)
     # The killed process is a Spark Connect client: the steps are its own calls, so a kill between
