@@ -173,7 +173,9 @@ class NimbusCore:
         if initial_status not in (STATUS_ACTIVE, STATUS_INACTIVE):
             raise InvalidTopologyError(f"initial status must be active or inactive, got {initial_status!r}")
         self._require_zookeeper(name)
+        asked = time.monotonic()
         with self.lock:
+            locked = time.monotonic() - asked  # behind Nimbus's scheduling, which holds the lock
             existing = self._id_of(name)
             if existing is not None:
                 raise AlreadyAliveError(self._name_taken(name, existing))
@@ -183,7 +185,7 @@ class NimbusCore:
                 if extra:
                     conf = {**conf, **extra}
             self.store.install(storm_id, code, conf)
-            self._start_installed(name, storm_id, structure, conf, initial_status, deadline)
+            self._start_installed(name, storm_id, structure, conf, initial_status, deadline, locked)
         return storm_id
 
     def install_pending(self, name: str, package: Path, overrides: Mapping[str, Any],
@@ -235,8 +237,9 @@ class NimbusCore:
         return storm_id, structure, conf
 
     def _start_installed(self, name: str, storm_id: str, structure: TopologyStructure, conf: Mapping[str, Any],
-                         initial_status: str, deadline: float | None) -> None:
-        """Write the storm base of installed code and assign it (the lock held); undone on failure."""
+                         initial_status: str, deadline: float | None, locked: float = 0.0) -> None:
+        """Write the storm base of installed code and assign it (the lock held); undone on failure.
+        `locked`: seconds the submit waited for the lock (named when it runs out of time)."""
         num_workers = int(conf["topology.workers"])
         layout = compute_layout(structure, conf, num_workers)
         self._meta[storm_id] = _Topology(structure, conf)
@@ -244,11 +247,14 @@ class NimbusCore:
                          num_workers=num_workers,
                          component_executors={c: len(e) for c, e in layout.executors.items()})
         try:
+            writing = time.monotonic()
             self.cluster.setup_heartbeats(storm_id)
             self.cluster.activate_storm(storm_id, base)
             if deadline is not None and time.monotonic() > deadline:
-                raise UnavailableError(f"submitting topology {name!r} took longer than the client waits "
-                                       "(ZooKeeper slow or unreachable): undone, nothing was submitted")
+                raise UnavailableError(
+                    f"submitting topology {name!r} took longer than the client waits ({locked:.1f}s waiting "
+                    f"behind Nimbus's scheduling, {time.monotonic() - writing:.1f}s writing to ZooKeeper: "
+                    f"Nimbus's host or ZooKeeper is slow): undone, nothing was submitted")
             self.mk_assignments()
         except BaseException:
             self._undo_submit(storm_id)

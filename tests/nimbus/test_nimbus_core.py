@@ -433,7 +433,8 @@ def test_a_submit_that_cannot_finish_in_time_leaves_nothing_behind(env, monkeypa
 
     register_supervisor(env.cluster, "sup-1", "host-a")
     core = env.nimbus()
-    with pytest.raises(UnavailableError, match="took longer than the client waits.*undone, nothing was submitted"):
+    with pytest.raises(UnavailableError, match=r"took longer than the client waits \(\d+\.\ds waiting behind Nimbus's "
+                                               r"scheduling, \d+\.\ds writing to ZooKeeper: .*\): undone, nothing was submitted"):
         core.submit("late", package(env.root), deadline=time.monotonic() - 1)
     assert env.cluster.active_storms() == [] and core.store.stored_ids() == []
     assert core.cluster_info().topologies == ()
