@@ -3,6 +3,7 @@ cimport cython
 
 from executor.core.outbox cimport Outbox
 from executor.serialization cimport TupleColumn
+from executor.tuple cimport Tuple
 
 
 cdef class _TaskCollector:
@@ -18,7 +19,7 @@ cdef class OutputCollector(_TaskCollector):
 
 cdef class BasicOutputCollector:
     cdef readonly OutputCollector _collector
-    cdef public object input
+    cdef public Tuple input  # the tuple being executed (None between executes)
     cdef readonly Outbox _ob
     cdef readonly object _task
     cdef readonly dict _routes

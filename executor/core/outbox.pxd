@@ -1,6 +1,10 @@
 # Types of executor/core/outbox.py for its compiled build (executor/core/__init__.py).
 cimport cython
 
+from executor.routing cimport StreamOut
+from executor.tuple cimport Tuple
+
+
 cdef class Outbox:
     cdef public object component_id
     cdef list _slot_queues
@@ -23,17 +27,20 @@ cdef class Outbox:
     cdef bint _sealing
     cdef object _tasks
 
+    @cython.locals(out=StreamOut)
     cpdef route(self, dict routes, task, stream, values, bint direct=*)
-    cpdef _counted(self, task, out, values, targets)
-    cpdef emit(self, task, out, values, targets)
-    @cython.locals(n=Py_ssize_t, sent=Py_ssize_t)
+    cpdef _counted(self, task, StreamOut out, values, targets)
+    cpdef emit(self, task, StreamOut out, values, targets)
+    @cython.locals(n=Py_ssize_t, sent=Py_ssize_t, out=StreamOut)
     cpdef emit_many(self, task, dict routes, stream, many)
     @cython.locals(i=Py_ssize_t, bs=Py_ssize_t)
     cdef _place(self, targets, tup)
-    cpdef emit_anchored(self, task, out, values, targets, anchors)
-    cpdef emit_rooted(self, task, out, values, targets, root)
-    cpdef _rooted(self, task, out, values, targets, root)
-    cpdef emit_tracked(self, task, out, values, targets)
+    @cython.locals(a=Tuple, bs=Py_ssize_t)
+    cpdef emit_anchored(self, task, StreamOut out, values, targets, anchors)
+    cpdef emit_rooted(self, task, StreamOut out, values, targets, root)
+    @cython.locals(bs=Py_ssize_t)
+    cpdef _rooted(self, task, StreamOut out, values, targets, root)
+    cpdef emit_tracked(self, task, StreamOut out, values, targets)
     cpdef _flush_slot(self, Py_ssize_t i)
     cpdef send(self, target, payload)
     cpdef ack(self, tup)

@@ -81,7 +81,7 @@ class Outbox:
         (and reports it) for an undeclared stream, a wrong arity or grouping kind, a value msgpack
         cannot carry or a tuple over topology.max.tuple.size.bytes."""
         out = routes.get(stream)
-        if out is None or out.direct is not direct or len(values) != out.n:
+        if out is None or out.direct != direct or len(values) != out.n:
             self._emit_error(routes, task, stream, values, out, direct)
         if direct:
             self._check(task, stream, values, out, direct)
@@ -197,9 +197,9 @@ class Outbox:
         if type(anchors) is Tuple:
             anchors = (anchors,)
         else:
-            for a in anchors:
-                if type(a) is not Tuple:
-                    self.bad_anchor(task, stream, a)
+            for x in anchors:  # untyped: `a` below is a Tuple in the compiled core
+                if type(x) is not Tuple:
+                    self.bad_anchor(task, stream, x)
         self._counted(task, out, values, targets)
         bufs = self._bufs
         task_slot = self._task_slot
