@@ -293,6 +293,7 @@ SCHEMA: dict[str, Rule] = {
     "topology.message.timeout.secs": _positive(),
     "topology.enable.message.timeouts": Rule("bool"),
     "topology.max.spout.pending": _int(1, nullable=True),
+    "topology.spout.pending.latency.ms": _positive(nullable=True),
     "topology.bolts.window.length.count": _int(1, nullable=True),
     "topology.bolts.window.length.duration.ms": _positive(nullable=True),
     "topology.bolts.sliding.interval.count": _int(1, nullable=True),

@@ -11,6 +11,7 @@ from executor.base import ExecutorBase
 from executor.checkpoint.protocol import CHECKPOINT_STREAM, QUIET_SINCE
 from executor.checkpoint.spout_side import SpoutBarriers
 from executor.core.collectors import SpoutOutputCollector
+from executor.pending_bound import PERIOD_SECS, Bound, Period, decide
 from executor.receive_queue import Calls
 from executor.rotating_map import RotatingMap
 from executor.scheduling import BLOCKED, BUSY, IDLE, INACTIVE
@@ -81,6 +82,18 @@ class SpoutExecutor(ExecutorBase):
         self._runs_inactive = all(a.runs_while_inactive for a in self._adapters.values())
         for adapter in self._adapters.values():
             adapter.bind_status(self.status)
+        # No topology.max.spout.pending in acked mode: a bound learned from the complete latency
+        # (executor/pending_bound.py); the key, when set, is the bound as in Storm.
+        target_ms = conf.get("topology.spout.pending.latency.ms")
+        self._bound: Bound | None = None
+        if not msp and target_ms and self.outbox.has_ackers and not self._by_barriers:
+            self._bound = Bound.start(len(self.task_ids), float(target_ms) / 1000.0)
+            self.max_pending = self._bound.limit
+        self._period_start = time.monotonic()
+        self._period_turns = 0           # emit turns in the period, and those the bound ended
+        self._period_at_bound = 0
+        self._period_done = 0            # trees acked in the period, and their summed latency
+        self._period_latency = 0.0
 
     # ---- emit path (hot) ----
     def send_spout_msg(self, task, out, values, targets, msg_id) -> list[int]:
@@ -140,6 +153,7 @@ class SpoutExecutor(ExecutorBase):
     def _process(self, batches) -> int:
         n = 0
         pending = self.pending
+        now = time.monotonic() if self._bound is not None else 0.0  # the acks' complete latency
         for batch in batches:
             n += len(batch)
             if type(batch) is Calls:  # a worker's request run on this thread (a directory savepoint)
@@ -157,6 +171,9 @@ class SpoutExecutor(ExecutorBase):
                             self._adapters[task].request_checkpoint(p[1])
                         continue  # else already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
+                        if self._bound is not None:
+                            self._period_done += 1
+                            self._period_latency += now - info[4]
                         self._ack_msg(info[0], info[1], info[4], info[2])
                     elif p[0] == SPOUT_FAIL:
                         self._fail_msg(info[0], info[1], info[2])
@@ -232,6 +249,8 @@ class SpoutExecutor(ExecutorBase):
             paused = barriers is not None and barriers.behind()  # the checkpoint under way first
             if paused:
                 self._skipping(SKIP_BACKPRESSURE)
+            else:
+                self._period_turns += 1
             for _ in range(0 if paused else self.burst):
                 # in_flight(), inline: once per next_tuple while the key is set
                 if max_pending and pending.size() + (barriers.ahead if barriers else 0) >= max_pending:
@@ -239,6 +258,8 @@ class SpoutExecutor(ExecutorBase):
                         barriers.want_checkpoint()
                     if no_emits:
                         self._skipping(SKIP_MAX_PENDING)
+                    if self._bound is not None:
+                        self._at_bound()
                     break
                 before = self.emitted
                 if len(objs) == 1:
@@ -275,6 +296,28 @@ class SpoutExecutor(ExecutorBase):
         """next_tuple is not called now for this reason: its time counts until the next step."""
         self._skip_reason = reason
         self._skip_since = time.monotonic()
+
+    def _at_bound(self) -> None:
+        """An emit turn ended at the learned bound; a period over (looked at every 8th time: the
+        clock costs more than the count) is decided and applied."""
+        self._period_at_bound += 1
+        if self._period_at_bound & 7:
+            return
+        now = time.monotonic()
+        if now - self._period_start < PERIOD_SECS:
+            return
+        period = Period(secs=now - self._period_start, turns=self._period_turns,
+                        turns_at_bound=self._period_at_bound, completed=self._period_done,
+                        latency_secs=self._period_latency)
+        before = self._bound.limit
+        self._bound = decide(self._bound, period)
+        self.max_pending = self._bound.limit
+        if self._bound.limit != before:
+            log.debug("spout %s: %d tuple trees in flight at most (was %d; %s)", self.component_id,
+                      self.max_pending, before, period)
+        self._period_start = now
+        self._period_turns = self._period_at_bound = self._period_done = 0
+        self._period_latency = 0.0
 
     def _shutdown_components(self) -> None:
         for task in self.task_ids:

@@ -136,3 +136,16 @@ def test_max_spout_pending_is_never_exceeded(cluster):
     assert sorted(r.ids("ack")) == list(range(total)) and r.ids("fail") == []
     # The spout's own count at every emit: never more than the limit pending at once.
     assert max(x["pending"] for x in r.records("spout", "emit")) <= limit
+
+
+def test_a_window_larger_than_the_learned_bounds_start_still_fills(cluster):
+    """No topology.max.spout.pending: the spout's learned bound starts at 1,000 trees, and a count
+    window of 3,000 holds its trees until the next window fires; the bound doubles while no tree
+    finishes, so both windows fill."""
+    run = cluster.submit("learned_bound_window.py", "grow")
+    r = run.results
+    run.wait(lambda: len(r.records("window", "window")) == 2, "two windows of 3,000")
+    run.wait(lambda: len(r.ids("ack")) >= 3000, "the first window's tuples acked")
+    assert [w["size"] for w in r.records("window", "window")] == [3000, 3000]
+    assert max(e["pending"] for e in r.records("spout", "emit")) == 6000
+    assert r.ids("fail") == []

@@ -1,6 +1,6 @@
 """Back-pressure across worker processes (real ZooKeeper, real ZeroMQ): a fast spout in worker a
-feeds a slow bolt in worker b, with small buffers and no topology.max.spout.pending. Memory stays
-bounded on both sides (RSS sampled with psutil, grouped by progress, not by time), the spout is
+feeds a slow bolt in worker b, with small buffers, no topology.max.spout.pending and no bound
+learned without it (topology.spout.pending.latency.ms null). Memory stays bounded on both sides (RSS sampled with psutil, grouped by progress, not by time), the spout is
 held back (tuples in flight stay far below the total), and every message is acked exactly once."""
 
 from __future__ import annotations
@@ -138,6 +138,7 @@ def test_a_slow_bolt_in_the_other_worker_holds_the_spout_back_with_bounded_memor
     topo, out = write_topology(tmp_path, COMPONENTS, TOPOLOGY, total=total, payload=payload, sleep=sleep)
     storm_id = rig.submit(topo, "bp", {
         "topology.workers": 2, "topology.acker.executors": 1, "topology.message.timeout.secs": 120,
+        "topology.spout.pending.latency.ms": None,  # no learned bound either: back-pressure alone
         "topology.executor.receive.buffer.size": 256, "topology.transfer.buffer.size": 1})
     a, b = rig.ports
     rig.place(storm_id, lambda comp, ex: b if comp == "slow" else a)  # spout and acker in a
