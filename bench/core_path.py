@@ -10,7 +10,11 @@ sizes and take the difference (what the start-up costs cancels out):
     valgrind --tool=callgrind --callgrind-out-file=/dev/null python3 bench/core_path.py --n 20000
     (the "Collected" line of callgrind's summary; repeat with --n 40000; (I2 - I1) / 20000)
 
-usage: python3 bench/core_path.py [--n SENTENCES] [--repeat R] [--emit-many]
+With --acked each sentence arrives in a tuple tree (an anchor, as from a tracked spout emit), the
+split's emits are anchored to it (the BasicBolt's rule) and both bolts ack into an acker's queue:
+what acking adds to the per-tuple path (the acker's own ledger is not run).
+
+usage: python3 bench/core_path.py [--n SENTENCES] [--repeat R] [--emit-many] [--acked]
 """
 
 from __future__ import annotations
@@ -102,17 +106,22 @@ def _collector(outbox, task, routes):
     return BasicOutputCollector(OutputCollector(_Executor(outbox, {task: routes}), task))
 
 
-def run(texts: list[str], n: int, emit_many: bool = False) -> dict:
-    local, remote = _Queue(), _Queue()
-    # split task 1 -> count tasks 10 (this worker) and 11 (the other one)
-    outbox = Outbox("split", [local, remote], {10: 0, 11: 1}, batch_size=100, max_tuple_bytes=1 << 20,
-                    acker_tasks=[], local_tasks={1, 10}, first_task=1, listener=None,
-                    report_error=lambda task, exc: None)
+ACKER = 99
+
+
+def run(texts: list[str], n: int, emit_many: bool = False, acked: bool = False) -> dict:
+    local, remote, acks = _Queue(), _Queue(), _Queue()
+    ackers = [ACKER] if acked else []
+    # split task 1 -> count tasks 10 (this worker) and 11 (the other one); the acker task 99 here
+    outbox = Outbox("split", [local, remote, acks], {10: 0, 11: 1, ACKER: 2}, batch_size=100,
+                    max_tuple_bytes=1 << 20, acker_tasks=ackers, local_tasks={1, 10, ACKER}, first_task=1,
+                    listener=None, report_error=lambda task, exc: None)
     routes = {DEFAULT_STREAM: StreamOut("split", DEFAULT_STREAM, WORD, False,
                                         [FieldsGrouper([10, 11], WORD, WORD)], frozenset())}
     split_basic = _collector(outbox, 1, routes)
-    count_box = Outbox("count", [], {}, batch_size=100, max_tuple_bytes=1 << 20, acker_tasks=[],
-                       local_tasks=set(), first_task=10, listener=None, report_error=lambda task, exc: None)
+    count_box = Outbox("count", [acks], {ACKER: 0}, batch_size=100, max_tuple_bytes=1 << 20,
+                       acker_tasks=ackers, local_tasks={10, ACKER}, first_task=10, listener=None,
+                       report_error=lambda task, exc: None)
     count_basic = _collector(count_box, 10, {})
     split, count = (_SplitMany() if emit_many else _Split()), _Count()
     resolve = {(1, DEFAULT_STREAM): ("split", WORD)}.__getitem__
@@ -120,7 +129,8 @@ def run(texts: list[str], n: int, emit_many: bool = False) -> dict:
     words = 0
     t0 = time.perf_counter()
     for start in range(0, n, 100):  # sentences arrive 100 at a time, as a batch from the spout
-        batch = [(1, Tuple([texts[(start + i) % m]], 0, DEFAULT_STREAM, "spout", SENTENCE, None))
+        batch = [(1, Tuple([texts[(start + i) % m]], 0, DEFAULT_STREAM, "spout", SENTENCE,
+                           {start + i: 7 * (start + i) + 1} if acked else None))
                  for i in range(min(100, n - start))]
         run_basic_batch(split_basic, split, batch)
         outbox.flush()
@@ -132,13 +142,15 @@ def run(texts: list[str], n: int, emit_many: bool = False) -> dict:
             for column in columns:
                 words += len(column)
                 run_basic_batch(count_basic, count, column)
+        count_box.flush()
         local.batches.clear()
         remote.batches.clear()
+        acks.batches.clear()
     secs = time.perf_counter() - t0
     return {"bench": "core_path", "sentences": n, "words": words, "secs": round(secs, 3),
             "sentences_per_s": round(n / secs), "us_per_sentence": round(secs / n * 1e6, 3),
             "us_per_word": round(secs / words * 1e6, 3), "core": core_status()["core"], "emit_many": emit_many,
-            "python": platform.python_version()}
+            "acked": acked, "python": platform.python_version()}
 
 
 def main() -> None:
@@ -146,11 +158,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--emit-many", action="store_true", help="the split emits a sentence's words in one emit_many call")
+    ap.add_argument("--acked", action="store_true", help="sentences in tuple trees, emits anchored, inputs acked")
     args = ap.parse_args()
     gc.set_threshold(10000, 10, 10)  # as a worker process (topology.worker.gc.thresholds)
     texts = sentences()
     for _ in range(args.repeat):
-        print(json.dumps(run(texts, args.n, args.emit_many)), flush=True)
+        print(json.dumps(run(texts, args.n, args.emit_many, args.acked)), flush=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import types
 import executor.routing
 from executor.acker import AckerLedger
 from executor.core import core_status
-from executor.core.outbox import Outbox
+from executor.core.outbox import Outbox, seed_edges
 from executor.routing import StreamOut, _make_grouper
 from executor.serialization import decode_batch, pack_batch
 from executor.structure import Grouping
@@ -58,6 +58,7 @@ def _entries(batch) -> list:
 
 def run(sc: dict) -> dict:
     random.seed(sc["seed"])
+    seed_edges(sc["seed"])  # the outbox's edge ids (its own generator: C integers when compiled)
     # the groupers' own Randoms (shuffle order from their construction on), seeded in order
     seeds = itertools.count(sc["seed"])
     executor.routing.random = types.SimpleNamespace(Random=lambda: random.Random(next(seeds)))

@@ -4,6 +4,12 @@ cimport cython
 from executor.routing cimport StreamOut
 from executor.tuple cimport Tuple
 
+cdef unsigned long long _MASK, _GAMMA, _MIX1, _MIX2
+cdef unsigned long long _edge_state
+
+@cython.locals(z=cython.ulonglong)
+cdef inline object _edge_id()
+
 
 cdef class Outbox:
     cdef public object component_id
@@ -35,7 +41,7 @@ cdef class Outbox:
     cpdef emit_many(self, task, dict routes, stream, many)
     @cython.locals(i=Py_ssize_t, bs=Py_ssize_t)
     cdef _place(self, targets, tup)
-    @cython.locals(a=Tuple, bs=Py_ssize_t)
+    @cython.locals(a=Tuple, bs=Py_ssize_t, a2i=dict, roots=dict)
     cpdef emit_anchored(self, task, StreamOut out, values, targets, anchors)
     cpdef emit_rooted(self, task, StreamOut out, values, targets, root)
     @cython.locals(bs=Py_ssize_t)
@@ -43,6 +49,7 @@ cdef class Outbox:
     cpdef emit_tracked(self, task, StreamOut out, values, targets)
     cpdef _flush_slot(self, Py_ssize_t i)
     cpdef send(self, target, payload)
+    @cython.locals(a2i=dict, pending=dict)
     cpdef ack(self, tup)
     cpdef fail(self, tup)
     cpdef to_acker(self, root, payload)

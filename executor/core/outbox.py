@@ -14,6 +14,7 @@ A queue that refuses a batch leaves it in pendingEmits, and so does every batch 
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from random import getrandbits
 from typing import Any, Callable
@@ -32,6 +33,33 @@ from executor.serialization import (
 from executor.tuple import Tuple
 
 _LARGE_FLUSH = 1 << 20  # buffered bytes of large tuples that trigger a flush
+_MASK = (1 << 64) - 1  # names, not literals: typed in outbox.pxd, the arithmetic stays in C
+_GAMMA, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_edge_state = 0  # splitmix64's state for edge ids (an unsigned 64-bit integer when compiled)
+
+
+def seed_edges(seed: int | None = None) -> None:
+    """Edge ids seeded from the OS, and again in a forked child (as `random` reseeds its own):
+    two processes drawing the same edges could close a tree's ledger early. A seed makes them
+    repeat (the pure and the compiled core compared, tests/core_twin_driver.py)."""
+    global _edge_state
+    _edge_state = int.from_bytes(os.urandom(8), "little") if seed is None else seed & _MASK
+
+
+def _edge_id():
+    """A new edge id, 64 random bits (Storm's MessageId.generateId): splitmix64 (Steele, Lea and
+    Flood, 2014), in C integers when compiled, where a call to random.getrandbits cost as much
+    as the rest of an anchored emit (bench/core_path.py --acked under callgrind)."""
+    global _edge_state
+    _edge_state = (_edge_state + _GAMMA) & _MASK
+    z = _edge_state
+    z = ((z ^ (z >> 30)) * _MIX1) & _MASK
+    z = ((z ^ (z >> 27)) * _MIX2) & _MASK
+    return z ^ (z >> 31)
+
+
+seed_edges()
+os.register_at_fork(after_in_child=seed_edges)
 
 EmitListener = Callable[[str, int, str, list], None]
 
@@ -211,7 +239,7 @@ class Outbox:
             for a in anchors:
                 roots = a.anchors_to_ids
                 if roots:
-                    eid = getrandbits(64)
+                    eid = _edge_id()
                     a.ack_val ^= eid  # updateAckVal: the new edge rides along with the anchor's ack
                     if a2i is None:
                         a2i = {}
@@ -241,7 +269,7 @@ class Outbox:
         comp = self.component_id
         xor = 0
         for t in targets:
-            eid = getrandbits(64)
+            eid = _edge_id()
             xor ^= eid
             i = task_slot[t]
             buf = bufs[i]
