@@ -11,8 +11,8 @@ higher rate); but a tumbling window of 10 s needs 10 s of tuples in flight, and 
 below that caps its rate at the bound per window. The two look alike in the latency (high) and
 differ in how the rate answers a smaller bound: queued trees finish as fast with fewer in flight,
 held ones finish fewer (a held tree's latency is the hold, whatever the bound). So a step that
-lowers the bound is checked by the next period's rate, and undone (the bound then grows) when the
-rate fell with it.
+lowers the bound is checked by the next period: undone when the rate fell with it and the
+latency did not; and a bound at which no tree finishes at all (a window still filling) doubles.
 
 `decide` is the whole decision, a pure function of one period's observations; the spout executor
 (executor/spout.py) measures and applies it.

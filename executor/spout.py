@@ -153,7 +153,8 @@ class SpoutExecutor(ExecutorBase):
     def _process(self, batches) -> int:
         n = 0
         pending = self.pending
-        now = time.monotonic() if self._bound is not None else 0.0  # the acks' complete latency
+        timed = self._bound is not None  # the acks' complete latency, for the learned bound
+        now = time.monotonic() if timed else 0.0
         for batch in batches:
             n += len(batch)
             if type(batch) is Calls:  # a worker's request run on this thread (a directory savepoint)
@@ -171,7 +172,7 @@ class SpoutExecutor(ExecutorBase):
                             self._adapters[task].request_checkpoint(p[1])
                         continue  # else already timed out (and failed) or unknown
                     if p[0] == SPOUT_ACK:
-                        if self._bound is not None:
+                        if timed:
                             self._period_done += 1
                             self._period_latency += now - info[4]
                         self._ack_msg(info[0], info[1], info[4], info[2])
