@@ -39,6 +39,14 @@ usage: python3 bench/scaling.py [--seconds 15] [--warmup 5] [--only acked|unacke
                                 [--no-bytewax] [--bytewax-python PY] [--peer-dir DIR]
                                 [--curve]      (the cluster with CurveZMQ keys: encrypted links
                                                 between workers and to Nimbus)
+                                [--no-calibrate] (skip the machine's speed before and after each run)
+
+The machine's speed drifts (up to 40% within an hour here), so each run is bracketed by
+`bench/core_path.py --n 60000` (one process, the cluster idle between runs): its sentences/s
+before and after go in the line as "machine", and "sentences_per_s_per_core_path" divides the
+run's rate by their mean (the summary gives its medians too). It shows when the machine moved
+around a run; as a correction it is rough: one process against a cluster's several, and the
+machine has been seen to move 1.5x between one calibration and the next, a minute apart.
 """
 
 from __future__ import annotations
@@ -630,6 +638,31 @@ def result(mode: str, workers: int, rep: int, conf: dict, mean: float, m: dict, 
     return line
 
 
+CALIBRATION_N = 60000
+
+
+def machine_speed() -> float | None:
+    """The machine's speed now: `bench/core_path.py --n 60000` sentences/s (one process, ~1 s),
+    or None when it fails (the run is then reported without it)."""
+    try:
+        out = subprocess.run([sys.executable, str(ROOT / "bench" / "core_path.py"), "--n", str(CALIBRATION_N)],
+                             capture_output=True, text=True, timeout=120)
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+        return float(json.loads(lines[-1])["sentences_per_s"]) if out.returncode == 0 and lines else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError):
+        return None
+
+
+def calibrated(line: dict, before: float | None, after: float | None) -> dict:
+    """The run's line with the machine's speed around it and its rate divided by their mean."""
+    known = [s for s in (before, after) if s]
+    line = {**line, "machine": {"core_path_sentences_per_s_before": before,
+                                "core_path_sentences_per_s_after": after}}
+    if known and "sentences_per_s" in line:
+        line["sentences_per_s_per_core_path"] = round(line["sentences_per_s"] / statistics.mean(known), 4)
+    return line
+
+
 def guarded_run(dev: DevCluster, topology_file: Path, base: Path, mode: str, workers: int, rep: int,
                 args, mean: float) -> dict:
     """One run; a failure becomes an error line, unless the cluster was left busy (then raise)."""
@@ -672,15 +705,21 @@ def bytewax(python: str, peer_dir: Path) -> dict:
 # -- summary --------------------------------------------------------------------------------------
 
 
-def summary(lines: list[dict], peer: dict) -> dict:
-    """Median sentences/s per mode and worker count, two/one ratios, storm-py/Bytewax (pure)."""
+def medians_of(lines: list[dict], key: str) -> dict[tuple[str, int], float]:
+    """The median of `key` over the runs of each mode and worker count that have it."""
     medians = {}
     for mode in MODES:
         for workers in WORKER_COUNTS:
-            got = [ln["sentences_per_s"] for ln in lines
-                   if ln.get("mode") == mode and ln.get("workers") == workers and "sentences_per_s" in ln]
+            got = [ln[key] for ln in lines if ln.get("mode") == mode and ln.get("workers") == workers and key in ln]
             if got:
                 medians[(mode, workers)] = statistics.median(got)
+    return medians
+
+
+def summary(lines: list[dict], peer: dict) -> dict:
+    """Median sentences/s per mode and worker count, two/one ratios, storm-py/Bytewax (pure);
+    the medians of the calibrated rates when the runs have them."""
+    medians = medians_of(lines, "sentences_per_s")
     out: dict = {}
     for mode in MODES:
         one, two = medians.get((mode, 1)), medians.get((mode, 2))
@@ -696,6 +735,9 @@ def summary(lines: list[dict], peer: dict) -> dict:
     out["bytewax"] = peer
     if bw:
         out["storm_py_over_bytewax"] = {f"{mode}_{w}w": round(v / bw, 4) for (mode, w), v in sorted(medians.items())}
+    per_speed = medians_of(lines, "sentences_per_s_per_core_path")
+    if per_speed:
+        out["sentences_per_s_per_core_path"] = {f"{mode}_{w}w": v for (mode, w), v in sorted(per_speed.items())}
     out["runs"] = len(lines)
     out["errors"] = sum(1 for ln in lines if "error" in ln)
     out["cpus"] = os.cpu_count()
@@ -728,6 +770,8 @@ def parse_args(argv=None):
                          "(repeatable; for experiments)")
     ap.add_argument("--no-bytewax", action="store_true", help="skip the Bytewax run")
     ap.add_argument("--curve", action="store_true", help="CurveZMQ keys for the cluster (encrypted links)")
+    ap.add_argument("--no-calibrate", dest="calibrate", action="store_false",
+                    help="skip bench/core_path.py before and after each run (the machine's speed)")
     ap.add_argument("--bytewax-python", default="/tmp/bw/bin/python")
     ap.add_argument("--peer-dir", type=Path, default=ROOT.parent / "shared" / "peers")
     args = ap.parse_args(argv)
@@ -759,10 +803,15 @@ def run_all(args, base: Path) -> list[dict]:
         dev.start()
         for name in sorted(topology_names(dev)):  # a re-used --dir brings its topologies back
             kill_and_wait(dev, name)
+        speed = machine_speed() if args.calibrate else None
         for rep in range(args.repeat):
             for mode in modes:
                 for workers in counts:
                     line = guarded_run(dev, topology_for(topology_file, mode), base, mode, workers, rep, args, mean)
+                    if speed is not None:
+                        after = machine_speed()
+                        line = calibrated(line, speed, after)
+                        speed = after
                     print(json.dumps(line), flush=True)
                     lines.append(line)
     finally:
