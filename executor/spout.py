@@ -26,6 +26,7 @@ from executor.stats import (
     COMPLETE_MS,
     COMPLETE_N,
     FAILED,
+    PENDING_BOUND,
     SKIP_BACKPRESSURE,
     SKIP_INACTIVE,
     SKIP_MAX_PENDING,
@@ -369,6 +370,8 @@ class SpoutExecutor(ExecutorBase):
             extra.update(adapter.gauges())
         if self._barriers is not None:
             extra[QUIET_SINCE] = self._barriers.quiet_since
+        if self._bound is not None:
+            extra[PENDING_BOUND] = self.max_pending
         if extra:
             g["extra"] = extra
         return g

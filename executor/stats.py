@@ -22,6 +22,8 @@ EXECUTE_MS, EXECUTE_N = "execute_ms_sum", "execute_count"
 SKIPPED_MS = "skipped_ms"
 SKIP_INACTIVE, SKIP_MAX_PENDING, SKIP_BACKPRESSURE = "inactive", "max_pending", "backpressure"
 SKIP_REASONS = (SKIP_INACTIVE, SKIP_MAX_PENDING, SKIP_BACKPRESSURE)
+# Spouts' gauges: the max pending an executor learned (executor/pending_bound.py), when it does.
+PENDING_BOUND = "pending_bound"
 
 
 def split_counter(name: str) -> tuple[str, str]:

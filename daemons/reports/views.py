@@ -598,6 +598,12 @@ def diagnose(topo: _Topo) -> list[str]:
         if max_pending and pending >= int(max_pending) * len(recs):
             out.append(f"spout {comp.id} is at max pending: {pending} {_pending_words(d.conf)[0]} "
                        f"(topology.max.spout.pending = {max_pending} per executor)")
+        learned = _learned_bound(recs) if not max_pending else None
+        if learned is not None and pending >= learned:
+            out.append(f"spout {comp.id} is at max pending: {pending} {_pending_words(d.conf)[0]} (a bound of "
+                       f"{learned} learned to keep the complete latency near topology.spout.pending.latency.ms = "
+                       f"{d.conf.get('topology.spout.pending.latency.ms')}; topology.max.spout.pending, when set, "
+                       f"is the bound instead)")
         if any(r.backpressure for r in recs):
             culprit = ", ".join(congested) if congested else "a downstream bolt"
             out.append(f"spout {comp.id} is held by back-pressure from {culprit}")
@@ -609,6 +615,13 @@ def diagnose(topo: _Topo) -> list[str]:
                    f"of {sum(r.queue_capacity for r in recs)}"
                    + (f" (it holds back {', '.join(held)}, whose output waits for it)" if held else ""))
     return out
+
+
+def _learned_bound(recs: list[ExecutorStats]) -> int | None:
+    """The max pending a spout's executors learned, summed (executor/pending_bound.py), or None
+    unless every executor reports one."""
+    bounds = [r.extra.get(st.PENDING_BOUND) for r in recs]
+    return int(sum(bounds)) if bounds and all(isinstance(b, (int, float)) for b in bounds) else None
 
 
 def _pending_words(conf) -> tuple[str, str]:

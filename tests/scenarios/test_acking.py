@@ -149,3 +149,11 @@ def test_a_window_larger_than_the_learned_bounds_start_still_fills(cluster):
     assert [w["size"] for w in r.records("window", "window")] == [3000, 3000]
     assert max(e["pending"] for e in r.records("spout", "emit")) == 6000
     assert r.ids("fail") == []
+
+    def learned() -> list:  # what the UI's diagnosis reads: the spout's stats record
+        from daemons.answers.details import TopologyDetails, executor_records
+
+        recs = executor_records(TopologyDetails.from_wire(cluster.topology_details("grow"))).values()
+        return [rec.extra.get("pending_bound") for rec in recs if rec.component == "spout"]
+
+    run.wait(lambda: (b := learned()) and b[0] >= 6000, lambda: f"the spout to report its learned bound: {learned()}")

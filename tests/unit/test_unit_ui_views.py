@@ -277,6 +277,20 @@ def test_max_pending_is_named_with_its_setting():
     assert any("max pending" in r and "topology.max.spout.pending = 50" in r for r in reasons)
 
 
+def test_a_learned_max_pending_is_named_with_its_bound_and_setting():
+    # the key unset: the spout executors report the bound they learned (executor/pending_bound.py)
+    def spout_at(pending, bound):
+        return to_wire(ExecutorStats("spout", "spout", 60, _windows({}), pending=pending, extra={"pending_bound": bound}))
+
+    def reasons(pending, bound):
+        return views.diagnosis(details(spout=spout_at(pending, bound), conf={"topology.spout.pending.latency.ms": 10}))
+
+    assert any(r.startswith("spout spout is at max pending: 250 tuple trees wait for acks (a bound of 250 learned")
+               and "topology.spout.pending.latency.ms = 10" in r for r in reasons(250, 250)), reasons(250, 250)
+    assert not any("max pending" in r for r in reasons(249, 250))
+    assert not any("max pending" in r for r in views.diagnosis(details(spout=spout_record(pending=10**6))))
+
+
 def test_back_pressure_names_the_saturated_bolt():
     reasons = views.diagnosis(details(spout=spout_record(backpressure=True),
                                       split=bolt_record(queue_population=1024, queue_capacity=1024)))
