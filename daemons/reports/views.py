@@ -595,15 +595,9 @@ def diagnose(topo: _Topo) -> list[str]:
         if not recs or d.status != "active":
             continue
         pending = sum(r.pending for r in recs)
-        if max_pending and pending >= int(max_pending) * len(recs):
-            out.append(f"spout {comp.id} is at max pending: {pending} {_pending_words(d.conf)[0]} "
-                       f"(topology.max.spout.pending = {max_pending} per executor)")
-        learned = _learned_bound(recs) if not max_pending else None
-        if learned is not None and pending >= learned:
-            out.append(f"spout {comp.id} is at max pending: {pending} {_pending_words(d.conf)[0]} (a bound of "
-                       f"{learned} learned to keep the complete latency near topology.spout.pending.latency.ms = "
-                       f"{d.conf.get('topology.spout.pending.latency.ms')}; topology.max.spout.pending, when set, "
-                       f"is the bound instead)")
+        bound = _pending_bound(max_pending, recs, d.conf)
+        if bound is not None and pending >= bound[0]:
+            out.append(f"spout {comp.id} is at max pending: {pending} {_pending_words(d.conf)[0]} ({bound[1]})")
         if any(r.backpressure for r in recs):
             culprit = ", ".join(congested) if congested else "a downstream bolt"
             out.append(f"spout {comp.id} is held by back-pressure from {culprit}")
@@ -617,11 +611,18 @@ def diagnose(topo: _Topo) -> list[str]:
     return out
 
 
-def _learned_bound(recs: list[ExecutorStats]) -> int | None:
-    """The max pending a spout's executors learned, summed (executor/pending_bound.py), or None
-    unless every executor reports one."""
+def _pending_bound(max_pending, recs: list[ExecutorStats], conf) -> tuple[int, str] | None:
+    """A spout's max pending over its executors and where it comes from: the key, or else the
+    bounds its executors learned (executor/pending_bound.py; None unless every one reports one)."""
+    if max_pending:
+        return int(max_pending) * len(recs), f"topology.max.spout.pending = {max_pending} per executor"
     bounds = [r.extra.get(st.PENDING_BOUND) for r in recs]
-    return int(sum(bounds)) if bounds and all(isinstance(b, (int, float)) for b in bounds) else None
+    if not bounds or not all(isinstance(b, (int, float)) for b in bounds):
+        return None
+    learned, target = int(sum(bounds)), conf.get("topology.spout.pending.latency.ms")
+    return learned, (f"a bound of {learned} learned to keep the complete latency near "
+                     f"topology.spout.pending.latency.ms" + ("" if target is None else f" = {target}")
+                     + "; topology.max.spout.pending, when set, is the bound instead")
 
 
 def _pending_words(conf) -> tuple[str, str]:
