@@ -52,6 +52,8 @@ from spark_connect_fixture import SHARED_DIR_ENV  # noqa: E402
 from zk_fixture import *  # noqa: E402,F401,F403
 from zk_fixture import SESSION_PIDS, SESSION_THREADS  # noqa: E402
 
+from daemons.process_start import process_start  # noqa: E402
+
 # What the run's test processes share (the Spark Connect server, tests/spark_connect_fixture.py)
 # lives in the run directory of its first process, which xdist's workers (and the pytest a test
 # runs) inherit through the environment; that process alone stops it at the end.
@@ -102,8 +104,9 @@ def no_leaks():
 
     Taken after the broader-scoped fixtures set up (autouse, function scope) and checked after
     the test's other function fixtures tore down, so a session's ZooKeeper or a module's Spark
-    session counts as already there. Process creation times guard against a reused pid."""
-    procs_before = {pid: p.create_time() for pid, p in _children().items()}
+    session counts as already there. Process starts on the boot clock guard against a reused pid
+    (psutil's create times move when the system clock is stepped: r22 killed its own Spark JVM)."""
+    procs_before = {pid: process_start(pid) for pid in _children()}
     threads_before = set(threading.enumerate())
     yield
 
@@ -114,7 +117,7 @@ def no_leaks():
             try:
                 if pid in SESSION_PIDS or _under_fixture_process(p, me, procs_before):
                     continue  # a fixture's server, or what a fixture's long-lived process started
-                if procs_before.get(pid) != p.create_time():
+                if procs_before.get(pid) != process_start(pid):
                     out.append(p)
             except psutil.NoSuchProcess:
                 pass

@@ -32,6 +32,8 @@ import pytest
 from testutil import free_port, wait_until
 from zk_fixture import SESSION_PIDS
 
+from daemons.process_start import process_start
+
 __all__ = ["spark_remote", "SparkConnectServer", "stop_shared_server", "SHARED_DIR_ENV"]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,10 +135,8 @@ def _recorded(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     record = json.loads(path.read_text())
-    try:
-        return record if psutil.Process(record["pid"]).create_time() == record["started"] else None
-    except psutil.NoSuchProcess:
-        return None
+    start = process_start(record["pid"])
+    return record if start is not None and start.to_text() == record["started"] else None
 
 
 @pytest.fixture(scope="session")
@@ -149,7 +149,7 @@ def spark_remote() -> dict[str, Any]:
         if record is None or not _accepts(record["host"], record["port"]):
             server = SparkConnectServer(shared / f"started-by-{os.getpid()}")
             server.start()
-            record = {"pid": server.proc.pid, "started": psutil.Process(server.proc.pid).create_time(),
+            record = {"pid": server.proc.pid, "started": process_start(server.proc.pid).to_text(),
                       "host": server.host, "port": server.port, "url": server.url}
             path.write_text(json.dumps(record))
     return {"spark.remote": record["url"]}
