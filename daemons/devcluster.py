@@ -46,6 +46,8 @@ from cluster_state.config import default_config
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.redisserver import RedisServer, RedisUnavailable
 from cluster_state.zkserver import ZooKeeperServer, die_with_parent, four_letter_word
+from daemons.supervisor import launcher
+from daemons.supervisor.worker_state import ProcessStatus, WorkerRecord
 from executor.lifecycle import PeriodicThread, Service
 
 log = logging.getLogger(__name__)
@@ -179,15 +181,16 @@ class Child:
 # -- workers --------------------------------------------------------------------------------------
 
 
-def _matches(proc: psutil.Process, *, start_time: float | None = None, mentions: str | None = None) -> bool:
-    """Whether `proc` is still the process we mean (guards against a reused pid)."""
+def _matches(proc: psutil.Process, *, record: Mapping[str, Any] | None = None, mentions: str | None = None) -> bool:
+    """Whether `proc` is still the process we mean (guards against a reused pid): the one its
+    supervisor's `record` names, and one whose command line mentions `mentions`."""
     try:
-        if start_time is not None and abs(proc.create_time() - float(start_time)) > 1.0:
+        if record is not None and launcher.record_status(WorkerRecord.from_dict(record)) is ProcessStatus.REUSED:
             return False
         if mentions is not None and not any(mentions in arg for arg in proc.cmdline()):
             return False
         return proc.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except (psutil.NoSuchProcess, psutil.AccessDenied, TypeError, KeyError, ValueError):
         return False
 
 
@@ -213,7 +216,7 @@ def worker_processes(supervisor_conf: Mapping[str, Any]) -> dict[int, psutil.Pro
         records = {}
     for worker_id, data in records.items() if isinstance(records, dict) else ():
         if isinstance(data, dict):
-            add(data.get("pid"), start_time=data.get("pid_start_time"), mentions=str(worker_id))
+            add(data.get("pid"), record=data, mentions=str(worker_id))
     # 2. The pid files workers write (workers/{id}/pids/{pid}); the process names its worker id.
     root = local_layout.worker_root(supervisor_conf)
     for pid_file in root.glob("*/pids/*") if root.is_dir() else ():

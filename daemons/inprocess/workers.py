@@ -17,13 +17,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-import psutil
-
 from cluster_state import local_layout
 from cluster_state.factory import mk_storm_cluster_state
 from cluster_state.memory import InMemoryStore
 from cluster_state.records import LocalAssignment
 from daemons.inprocess.code import LiveCodeStore
+from daemons.process_start import ProcessStart, process_start
 from daemons.supervisor.worker_state import WorkerRecord
 from executor.errors import ClearError, ComponentError, InvalidTopologyError, NotAliveError
 from executor.lifecycle import LifecycleError, Status
@@ -110,9 +109,10 @@ class InProcessLauncher:
         self._lock = threading.Lock()
         self._workers: dict[str, _Launched] = {}
         self._retired: dict[str, list[dict]] = {}  # storm id -> component stats of forgotten workers
-        self._me = (os.getpid(), psutil.Process().create_time())
+        self._me = (os.getpid(), process_start(os.getpid()))
 
-    def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
+    def launch(self, supervisor_id: str, worker_id: str, port: int,
+               assignment: LocalAssignment) -> tuple[int, ProcessStart | None]:
         local_layout.worker_pids(self.conf, worker_id).mkdir(parents=True, exist_ok=True)
         local_layout.worker_heartbeats(self.conf, worker_id).mkdir(parents=True, exist_ok=True)
         process = WorkerProcess(self.conf, assignment.storm_id, supervisor_id, port, worker_id, runtime=self.runtime)
@@ -165,7 +165,7 @@ class InProcessLauncher:
                 process = launched.process
                 self._retired.setdefault(process.storm_id, []).extend(process.worker.stats_records().values())
 
-    def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
+    def find_launched(self, record: WorkerRecord) -> tuple[int, ProcessStart] | None:
         return None  # a LocalCluster's supervisor never outlives its workers
 
     # -- for LocalCluster ----------------------------------------------------------------------

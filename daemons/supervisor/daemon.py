@@ -480,8 +480,8 @@ class Supervisor(Service):
         except ValueError:  # an id unfit for a path: the launch itself reports it
             pass
         try:
-            pid, start_time = self.launcher.launch(self.supervisor_id, action.worker_id, action.port,
-                                                   action.assignment)
+            pid, start = self.launcher.launch(self.supervisor_id, action.worker_id, action.port,
+                                              action.assignment)
         except OSError as exc:
             # A launch that produced no process is a dead worker: the slot relaunches with back-off.
             log.error("cannot launch worker %s on port %s: %s", action.worker_id, action.port, exc)
@@ -489,7 +489,7 @@ class Supervisor(Service):
         self.launches += 1
         record = self._records.get(action.worker_id)
         if record is not None:
-            self._records[action.worker_id] = record.with_pid(pid, start_time)
+            self._records[action.worker_id] = record.with_pid(pid, start)
             self._persist_records()
 
     def _record_death(self, report: ReportError) -> None:

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -26,6 +25,7 @@ import executor
 from cluster_state import local_layout
 from cluster_state.auth import worker_conf
 from cluster_state.records import LocalAssignment
+from daemons.process_start import ProcessStart, process_start
 from daemons.supervisor.worker_state import ProcessFacts, ProcessStatus, WorkerRecord
 
 log = logging.getLogger(__name__)
@@ -75,13 +75,16 @@ def process_facts(pid: int) -> ProcessFacts:
     """What the kernel says about `pid` now (gathered, not interpreted)."""
     try:
         proc = psutil.Process(pid)
-        start = proc.create_time()
+        start = process_start(pid)
+        wall = proc.create_time()
         zombie = proc.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return ProcessFacts(False)
     except psutil.AccessDenied:
         return ProcessFacts(True, None)
-    return ProcessFacts(True, start, zombie)
+    if start is None:  # gone between the looks
+        return ProcessFacts(False)
+    return ProcessFacts(True, start, zombie, wall)
 
 
 def record_status(record: WorkerRecord) -> ProcessStatus:
@@ -130,18 +133,20 @@ def worker_pids_on_disk(conf: Mapping[str, Any], worker_id: str) -> list[int]:
     return sorted(int(n) for n in names if n.isdigit() and int(n) > 0)
 
 
-def find_launched_pid(conf: Mapping[str, Any], record: WorkerRecord) -> tuple[int, float] | None:
+def find_launched_pid(conf: Mapping[str, Any], record: WorkerRecord) -> tuple[int, ProcessStart] | None:
     """For a record without a pid (the supervisor died between launch and writing it down):
     the worker's pid from its pid file, trusted only when that process started after the
     launch was recorded and its command line names this worker id."""
     for pid in worker_pids_on_disk(conf, record.worker_id):
         try:
             proc = psutil.Process(pid)
-            start = proc.create_time()
+            start, wall = process_start(pid), proc.create_time()
             cmdline = proc.cmdline()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if start + 1.0 >= record.launch_time_secs and record.worker_id in cmdline:
+        # Both wall-clock times: a clock step between the launch and this look could misjudge
+        # it, so the command line must name the worker too.
+        if start is not None and wall + 1.0 >= record.launch_time_secs and record.worker_id in cmdline:
             return pid, start
     return None
 
@@ -238,8 +243,9 @@ class WorkerLauncher(Protocol):
     InProcessLauncher in LocalCluster. All calls come from the supervisor's sync-processes thread;
     tests/unit/test_unit_seams.py holds both to these signatures."""
 
-    def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
-        """Start the worker; its pid and process start time. OSError when it cannot."""
+    def launch(self, supervisor_id: str, worker_id: str, port: int,
+               assignment: LocalAssignment) -> tuple[int, ProcessStart | None]:
+        """Start the worker; its pid and process start. OSError when it cannot."""
 
     def alive(self, record: WorkerRecord) -> bool:
         """Whether the worker still runs (reaping it if it is our child and has exited)."""
@@ -257,8 +263,8 @@ class WorkerLauncher(Protocol):
     def forget(self, worker_id: str) -> None:
         """The worker is cleaned up: drop anything kept about it."""
 
-    def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
-        """For a record without a pid: the worker's pid and start time, if it can be trusted."""
+    def find_launched(self, record: WorkerRecord) -> tuple[int, ProcessStart] | None:
+        """For a record without a pid: the worker's pid and start, if it can be trusted."""
 
 
 class ProcessLauncher:
@@ -271,12 +277,13 @@ class ProcessLauncher:
         self._popens: dict[str, subprocess.Popen] = {}
         self._exits: dict[str, int] = {}  # returncodes reaped by alive(), until forget()
 
-    def launch(self, supervisor_id: str, worker_id: str, port: int, assignment: LocalAssignment) -> tuple[int, float]:
-        """Start the worker; returns its pid and start time. Raises OSError when it cannot."""
+    def launch(self, supervisor_id: str, worker_id: str, port: int,
+               assignment: LocalAssignment) -> tuple[int, ProcessStart | None]:
+        """Start the worker; returns its pid and start (None: it exited at once, and a record
+        without a start never lets its pid be signalled). Raises OSError when it cannot."""
         popen = launch_worker(self.conf, supervisor_id, worker_id, port, assignment, self.command)
         self._popens[worker_id] = popen
-        facts = process_facts(popen.pid)
-        return popen.pid, facts.start_time if facts.start_time is not None else time.time()
+        return popen.pid, process_start(popen.pid)
 
     def alive(self, record: WorkerRecord) -> bool:
         popen = self._popens.get(record.worker_id)
@@ -315,6 +322,6 @@ class ProcessLauncher:
     def memory_bytes(self, record: WorkerRecord) -> int | None:
         return tree_rss(record) if record_status(record) is ProcessStatus.ALIVE else None
 
-    def find_launched(self, record: WorkerRecord) -> tuple[int, float] | None:
+    def find_launched(self, record: WorkerRecord) -> tuple[int, ProcessStart] | None:
         return find_launched_pid(self.conf, record)
 

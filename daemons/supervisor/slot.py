@@ -18,7 +18,7 @@ Driving it (one tick of the daemon's sync-processes, for every slot independentl
    record.process_status(ProcessFacts from psutil) is ProcessStatus.ALIVE; a fresh uuid;
 3. step, then execute the actions in order: RecordWorker -> LocalState approved workers;
    LaunchWorker -> mkdir, Popen (own session, output to its log), store record.with_pid(pid,
-   create_time); SendSigterm/SendSigkill -> signal the recorded pid only if check_process says
+   its start on the boot clock); SendSigterm/SendSigkill -> signal the recorded pid only if check_process says
    ALIVE; CleanupWorker -> remove its dirs; ForgetWorker -> drop its record; DownloadCode ->
    hand the storm id to the downloader (dedup, retry_due back-off); ReportError -> log/report
    (with death=True: record the worker's death, its exit status and log tail).
@@ -79,8 +79,8 @@ class RecordWorker:
 
 @dataclass(frozen=True)
 class LaunchWorker:
-    """Create workers/{id}, start the worker in its own session, then store its pid and create
-    time in its record (WorkerRecord.with_pid). A failed launch is just a dead process."""
+    """Create workers/{id}, start the worker in its own session, then store its pid and start
+    in its record (WorkerRecord.with_pid). A failed launch is just a dead process."""
     worker_id: str
     port: int
     assignment: LocalAssignment

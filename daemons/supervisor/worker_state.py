@@ -3,8 +3,9 @@
 `classify_worker` is supervisor.clj's `read-allocated-workers` for one worker, with the start timeout
 of `wait-for-worker-launch` folded in: a worker without a heartbeat is not-started while it is
 within `supervisor.worker.start.timeout.secs` of its launch. `check_process` decides whether a
-recorded pid is still our worker: the daemon gathers the facts with psutil (exists, create
-time, zombie) and a pid now owned by another process is never taken for the worker.
+recorded pid is still our worker: the daemon gathers the facts (exists, its start on the boot
+clock, zombie; daemons/process_start.py) and a pid now owned by another process is never taken
+for the worker.
 """
 
 from __future__ import annotations
@@ -14,14 +15,10 @@ from enum import Enum
 from typing import AbstractSet, Any, Mapping
 
 from cluster_state.records import LocalAssignment, WorkerHeartbeat
+from daemons.process_start import ProcessStart, same_process
 
 # Storm's Constants.SYSTEM_EXECUTOR_ID: a worker may report it; it is never assigned.
 SYSTEM_EXECUTOR_ID = (-1, -1)
-
-# psutil derives create times from the boot time, which moves by up to a second when the
-# clock is stepped; a pid is not reused within a second (the pid counter has to wrap first).
-START_TIME_TOLERANCE_SECS = 1.0
-
 
 class WorkerStatus(str, Enum):
     NOT_STARTED = "not-started"  # no heartbeat yet, still within the start timeout
@@ -78,12 +75,12 @@ class ProcessFacts:
     """What the daemon saw of a pid just now (psutil): gathered, not interpreted."""
 
     exists: bool
-    start_time: float | None = None  # psutil create_time(); None when it could not be read
+    start: ProcessStart | None = None  # process_start(); None when it could not be read
     zombie: bool = False
+    wall_start: float | None = None  # psutil's create_time(), for a record of an older supervisor
 
 
-def check_process(recorded_pid: int, recorded_start_time: float | None, facts: ProcessFacts,
-                  tolerance_secs: float = START_TIME_TOLERANCE_SECS) -> ProcessStatus:
+def check_process(recorded_pid: int, recorded_start: ProcessStart | None, facts: ProcessFacts) -> ProcessStatus:
     """Whether the recorded (pid, start time) is still our worker.
 
     Without a recorded start time the pid cannot be told from a reused one, so it is REUSED
@@ -92,9 +89,12 @@ def check_process(recorded_pid: int, recorded_start_time: float | None, facts: P
     time is our worker, dead but not yet reaped (init reaps re-adopted orphans slowly)."""
     if recorded_pid <= 0:
         raise ValueError(f"not a worker pid: {recorded_pid!r}")
-    if not facts.exists or facts.start_time is None:
+    if not facts.exists or facts.start is None:
         return ProcessStatus.DEAD
-    if recorded_start_time is None or abs(facts.start_time - recorded_start_time) > tolerance_secs:
+    seen = facts.start
+    if recorded_start is not None and not recorded_start.boot and facts.wall_start is not None:
+        seen = ProcessStart("", facts.wall_start)  # a record with psutil's create time (legacy)
+    if recorded_start is None or not same_process(recorded_start, seen):
         return ProcessStatus.REUSED
     return ProcessStatus.DEAD if facts.zombie else ProcessStatus.ALIVE
 
@@ -109,22 +109,22 @@ class WorkerRecord:
     assignment: LocalAssignment
     launch_time_secs: float
     pid: int | None = None
-    pid_start_time: float | None = None
+    pid_start: ProcessStart | None = None
 
-    def with_pid(self, pid: int, start_time: float) -> WorkerRecord:
-        return WorkerRecord(self.worker_id, self.port, self.assignment, self.launch_time_secs, pid, start_time)
+    def with_pid(self, pid: int, start: ProcessStart | None) -> WorkerRecord:
+        return WorkerRecord(self.worker_id, self.port, self.assignment, self.launch_time_secs, pid, start)
 
     def process_status(self, facts: ProcessFacts | None) -> ProcessStatus:
         """DEAD when no pid was recorded (the launch never produced a process)."""
         if self.pid is None or facts is None:
             return ProcessStatus.DEAD
-        return check_process(self.pid, self.pid_start_time, facts)
+        return check_process(self.pid, self.pid_start, facts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"worker_id": self.worker_id, "port": self.port, "storm_id": self.assignment.storm_id,
                 "executors": [list(e) for e in self.assignment.executors],
                 "launch_time_secs": self.launch_time_secs, "pid": self.pid,
-                "pid_start_time": self.pid_start_time}
+                "pid_start": None if self.pid_start is None else self.pid_start.to_text()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkerRecord:
@@ -132,9 +132,9 @@ class WorkerRecord:
         pid = data.get("pid")
         if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0):
             raise ValueError(f"WorkerRecord.pid must be a positive int, got {pid!r}")
-        start = data.get("pid_start_time")
         launch = data["launch_time_secs"]
-        for what, value, optional in (("pid_start_time", start, True), ("launch_time_secs", launch, False)):
+        legacy = data.get("pid_start_time")  # an older supervisor's: psutil's create time
+        for what, value, optional in (("pid_start_time", legacy, True), ("launch_time_secs", launch, False)):
             if value is None and optional:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -145,5 +145,10 @@ class WorkerRecord:
         worker_id = data["worker_id"]
         if not isinstance(worker_id, str) or not worker_id:
             raise TypeError(f"WorkerRecord.worker_id must be a non-empty str, got {worker_id!r}")
+        text = data.get("pid_start")
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"WorkerRecord.pid_start must be a str, got {text!r}")
+        start = ProcessStart.from_text(text) if text is not None else \
+            None if legacy is None else ProcessStart("", float(legacy))
         return cls(worker_id, port, LocalAssignment(data["storm_id"], data["executors"]),
                    launch, pid, start)

@@ -28,6 +28,7 @@ from cluster_state.worker_beats import read_worker_heartbeat
 from daemons.nimbus.code_store import CodeStore
 from daemons.nimbus.core import NimbusCore
 from daemons.nimbus.handlers import make_handlers
+from daemons.process_start import ProcessStart, process_start
 from daemons.rpc.server import RpcServer
 from daemons.supervisor.daemon import Supervisor
 from daemons.supervisor.slot import SlotPhase
@@ -243,12 +244,12 @@ def kill_workers_of(local_dir: Path) -> None:
     """SIGKILL every worker a supervisor recorded under `local_dir` (by pid, start time checked)."""
     conf = {"storm.local.dir": str(local_dir)}
     for rec in records_on_disk(conf).values():
-        pid, start = rec.get("pid"), rec.get("pid_start_time")
+        pid, start = rec.get("pid"), rec.get("pid_start")
         if not pid:
             continue
         try:
             proc = psutil.Process(pid)
-            if start is not None and abs(proc.create_time() - start) > 1:
+            if start is not None and process_start(pid) != ProcessStart.from_text(start):
                 continue
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)

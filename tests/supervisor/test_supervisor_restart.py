@@ -29,6 +29,7 @@ from cluster_state import local_layout
 from cluster_state.errors import ClusterStateError
 from cluster_state.local_state import LS_APPROVED_WORKERS, LS_ID, LocalState
 from cluster_state.records import LocalAssignment
+from daemons.process_start import ProcessStart, process_start
 from daemons.supervisor.worker_state import WorkerRecord
 
 pytestmark = [pytest.mark.timeout(150), pytest.mark.zk, pytest.mark.cluster, pytest.mark.slow]
@@ -110,8 +111,10 @@ def test_a_recorded_pid_now_owned_by_another_process_is_never_signalled(env):
     try:
         state = LocalState(local_layout.supervisor_localstate(conf))
         state.put(LS_ID, "sup-stale")
+        # The worker it records started an hour before the process that holds its pid now.
+        started = ProcessStart(process_start(other.pid).boot, process_start(other.pid).secs - 3600)
         stale = WorkerRecord("stale-worker", ports[0], LocalAssignment(sid, [(1, 1)]), time.time() - 3600,
-                             other.pid, time.time() - 3600)
+                             other.pid, started)
         state.put(LS_APPROVED_WORKERS, {stale.worker_id: stale.to_dict()})
         local_layout.worker_pids(conf, stale.worker_id).mkdir(parents=True)
         (local_layout.worker_pids(conf, stale.worker_id) / str(other.pid)).touch()

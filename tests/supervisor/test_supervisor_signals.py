@@ -17,6 +17,7 @@ import pytest
 from testutil import wait_until
 
 from cluster_state.records import LocalAssignment
+from daemons.process_start import process_start
 from daemons.supervisor.launcher import signal_worker
 from daemons.supervisor.worker_state import WorkerRecord
 
@@ -60,9 +61,8 @@ def test_sigterm_reaches_the_worker_alone_and_sigkill_its_whole_group(tmp_path):
     try:
         child_pid = int(proc.stdout.readline())  # the worker's handler is installed before
         wait_until((tmp_path / "signals.child-ready").exists, 10, "the child's SIGTERM handler installed")
-        start = psutil.Process(proc.pid).create_time()
-        record = WorkerRecord("w1", 6700, LocalAssignment("t-1-1", ((1, 1),)), launch_time_secs=start - 1,
-                              pid=proc.pid, pid_start_time=start)
+        record = WorkerRecord("w1", 6700, LocalAssignment("t-1-1", ((1, 1),)), launch_time_secs=time.time() - 1,
+                              pid=proc.pid, pid_start=process_start(proc.pid))
 
         assert signal_worker(record, signal.SIGTERM)
         wait_until(lambda: "worker" in out.read_text(), 10, "the worker to note its SIGTERM")

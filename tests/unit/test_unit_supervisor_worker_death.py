@@ -5,6 +5,7 @@ read from its end, the exit status it reaped, both launchers having the supervis
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 from testutil import wait_until
@@ -196,7 +197,7 @@ def test_process_launcher_remembers_the_reaped_exit_status_until_forget(tmp_path
     pl = ProcessLauncher(conf, _exits_3)
     la = LocalAssignment("t-1", [(1, 1)])
     pid, start = pl.launch("sup", "w1", 6700, la)
-    record = WorkerRecord("w1", 6700, la, start).with_pid(pid, start)
+    record = WorkerRecord("w1", 6700, la, time.time()).with_pid(pid, start)
     assert pl.exit_status("w1") is None
     wait_until(lambda: not pl.alive(record), 30, "the worker to exit")  # alive() reaps it
     assert pl.exit_status("w1") == 3
