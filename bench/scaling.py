@@ -23,7 +23,9 @@ Acked runs also report complete latency (emit to ack, every 8th sentence, at the
 p99 over the window from log-scale histograms, ~5% resolution); --rate R paces the spouts to R
 sentences/s in all (the latency goal is stated at 5,000/s on two workers).
 Per worker process over the window (psutil): CPU seconds per second, peak RSS; and how many
-worker processes were seen (a restarted worker shows up as one more).
+worker processes were seen (a restarted worker shows up as one more). For the whole machine
+(`host_cpu`, /proc/stat): the cores it kept busy and the cores the hypervisor stole, which is
+time the run's processes did not run while the wall clock went on.
 
 Bytewax, same machine, same sitting: `PY PEER_DIR/bench_bytewax.py --n 200000` (1 process) once
 after the cluster stopped; its sentences/s and the storm-py/Bytewax ratios go in the summary (a
@@ -515,6 +517,28 @@ def stop_profiles(spies: dict[int, tuple]) -> None:
             proc.wait(10)
 
 
+def host_jiffies() -> list[int] | None:
+    """The machine's CPU time so far (/proc/stat's `cpu` line, in clock ticks), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def host_cpu(before: list[int] | None, after: list[int] | None, window: float) -> dict | None:
+    """Cores the whole machine spent over the window, busy (user, nice, system, irq, softirq)
+    and stolen by the hypervisor (a VM's vCPU not running: a run's processes get less CPU while
+    the wall clock goes on, which no figure of the run shows otherwise)."""
+    if before is None or after is None or window <= 0:
+        return None
+    d = [b - a for a, b in zip(before, after)]
+    ticks = os.sysconf("SC_CLK_TCK") * window
+    busy = d[0] + d[1] + d[2] + d[5] + d[6]
+    steal = d[7] if len(d) > 7 else 0
+    return {"busy_cores": round(busy / ticks, 2), "steal_cores": round(steal / ticks, 2)}
+
+
 def measure(dev: DevCluster, out: Path, run_dir: Path, seconds: float, profile: bool) -> dict:
     """The steady window: probe deltas, per-worker CPU and peak RSS, py-spy profiles."""
     pids = dev.worker_pids()
@@ -522,9 +546,11 @@ def measure(dev: DevCluster, out: Path, run_dir: Path, seconds: float, profile: 
     spies = start_profiles(pids, seconds, run_dir) if profile else {}
     try:
         c0, s0, cpu0, t0 = snapshot(out, "count"), snapshot(out, "spout"), cpu_secs(procs), time.monotonic()
+        host0 = host_jiffies()
         peak = dict.fromkeys(procs, 0)
         sample_rss(procs, peak, seconds)
         c1, s1, cpu1, t1 = snapshot(out, "count"), snapshot(out, "spout"), cpu_secs(procs), time.monotonic()
+        host1 = host_jiffies()
         pids_after = dev.worker_pids()
         profiles = finish_profiles(spies, seconds) if spies else None
     finally:
@@ -534,6 +560,7 @@ def measure(dev: DevCluster, out: Path, run_dir: Path, seconds: float, profile: 
                          "cpu_secs_per_sec": None if cpu1[port] is None or cpu0[port] is None
                          else round((cpu1[port] - cpu0[port]) / window, 2)} for port in sorted(procs)}
     return {"counts": (c0, c1), "spouts": (s0, s1), "window": window, "per_worker": per_worker,
+            "host_cpu": host_cpu(host0, host1, window),
             "pids_seen": sorted(set(pids.values()) | set(pids_after.values())), "profiles": profiles}
 
 
@@ -625,7 +652,7 @@ def result(mode: str, workers: int, rep: int, conf: dict, mean: float, m: dict, 
         "words_in_window": words, "window_secs": round(m["window"], 2),
         "mean_words_per_sentence": round(mean, 4),
         "worker_processes": per_worker, "worker_processes_seen": len(m["pids_seen"]),
-        "cpu_secs_per_sec_total": round(sum(cpus), 2),
+        "cpu_secs_per_sec_total": round(sum(cpus), 2), "host_cpu": m.get("host_cpu"),
         "startup_secs": round(up_secs, 1), "component_errors": errors,
         "settings": {k: v for k, v in conf.items() if k != "scaling.out"}, "parallelism": PARALLELISM,
         "python": platform.python_version(), "cpus": os.cpu_count(),

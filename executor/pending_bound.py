@@ -12,7 +12,11 @@ below that caps its rate at the bound per window. The two look alike in the late
 differ in how the rate answers a smaller bound: queued trees finish as fast with fewer in flight,
 held ones finish fewer (a held tree's latency is the hold, whatever the bound). So a step that
 lowers the bound is checked by the next period: undone when the rate fell with it and the
-latency did not; and a bound at which no tree finishes at all (a window still filling) doubles.
+latency did not, and taken for held trees when that happens twice in a row (once can be the
+machine: a period in which the worker got less CPU, stolen by the hypervisor or spent on a long
+GC pass, looks the same; taken for a hold it kept the bound from falling for 10 s, and the
+latency of one-worker runs at 20-50 ms where others held 8-10: bench/RESULTS.md); and a bound
+at which no tree finishes at all (a window still filling) doubles.
 
 `decide` is the whole decision, a pure function of one period's observations; the spout executor
 (executor/spout.py) measures and applies it.
@@ -54,6 +58,7 @@ class Bound:
     latency_before: float = 0.0  # ... and their mean complete latency
     held_for: int = 0           # periods left in which the latency is the trees' hold, not queues
     starved: bool = False       # the last period bound and no tree finished
+    suspect: bool = False       # the last lowering checked looked held: a second one holds
 
     @classmethod
     def start(cls, tasks: int, target_secs: float) -> Bound:
@@ -65,10 +70,10 @@ def decide(b: Bound, p: Period) -> Bound:
     - the bound did not bind (the spout was mostly below it): unchanged, nothing learned;
     - no tree finished while it bound, two periods in a row: they are held (a window filling, a
       sink's batch): doubled;
-    - a lowering the period before cut the rate and not the latency: the trees are held, not
-      queued (queued ones finish as fast and sooner), or the latency is at its floor (the queues
-      hold no more than the pipeline needs to keep busy): the limit before the lowering again, and
-      no lowering for HELD_PERIODS;
+    - a lowering the period before cut the rate and not the latency: the limit before the
+      lowering again; the second time in a row the trees are held, not queued (queued ones
+      finish as fast and sooner), or the latency is at its floor (the queues hold no more than
+      the pipeline needs to keep busy): no lowering for HELD_PERIODS either;
     - the mean latency at most the target: raised by an eighth (find the rate; the latency tells
       when the queues start to hold what is added);
     - over the target: lowered by a third (queued trees: fewer cost no rate), unless held, when
@@ -81,16 +86,18 @@ def decide(b: Bound, p: Period) -> Bound:
     latency = p.latency_secs / p.completed if p.completed else 0.0
     if (b.lowered_from and binds and rate < HELD_FALL * b.rate_before
             and latency > HELD_STAYS * b.latency_before):
-        return replace(b, limit=b.lowered_from, lowered_from=0, rate_before=0.0,
-                       latency_before=0.0, held_for=HELD_PERIODS)
-    b = replace(b, lowered_from=0, rate_before=0.0, latency_before=0.0, held_for=held_for)
+        return replace(b, limit=b.lowered_from, lowered_from=0, rate_before=0.0, latency_before=0.0,
+                       held_for=HELD_PERIODS if b.suspect else 0, suspect=not b.suspect)
+    # A lowering that held up clears the suspicion; so does a period under the target (below).
+    b = replace(b, lowered_from=0, rate_before=0.0, latency_before=0.0, held_for=held_for,
+                suspect=b.suspect and not b.lowered_from)
     if not binds:
         return replace(b, starved=False)
     if p.completed == 0:  # twice in a row: one stall of the worker (a long GC pass) is not a hold
         return replace(b, limit=min(ceiling, 2 * b.limit) if b.starved else b.limit, starved=True)
     b = replace(b, starved=False)
     if latency <= b.target_secs:
-        return replace(b, limit=min(ceiling, b.limit + max(b.tasks, b.limit // 8)))
+        return replace(b, limit=min(ceiling, b.limit + max(b.tasks, b.limit // 8)), suspect=False)
     if held_for:
         return b
     lowered = max(floor, int(b.limit * LOWER))

@@ -52,13 +52,29 @@ def test_queued_trees_finish_as_fast_after_a_lowering_so_it_goes_on_lowering():
     assert b2.limit == int(b.limit * 2 / 3) and b2.held_for == 0
 
 
-def test_held_trees_finish_fewer_after_a_lowering_so_the_lowering_is_undone_and_held():
+def test_held_trees_finish_fewer_after_a_lowering_twice_so_it_is_undone_and_held():
     start = Bound.start(1, TARGET)
     b = decide(start, period(200.0, done=1000))  # lowered
     b2 = decide(b, period(200.0, done=660))      # the rate down with the bound, the latency not
-    assert b2.limit == start.limit and b2.held_for == HELD_PERIODS
-    b3 = decide(b2, period(200.0, done=1000))    # held: over the target, it stays
-    assert b3.limit == start.limit and b3.held_for == HELD_PERIODS - 1
+    assert b2.limit == start.limit and b2.held_for == 0 and b2.suspect  # undone, once
+    b3 = decide(b2, period(200.0, done=1000))    # lowered again
+    assert b3.limit < start.limit
+    b4 = decide(b3, period(200.0, done=660))     # the same again: held
+    assert b4.limit == start.limit and b4.held_for == HELD_PERIODS and not b4.suspect
+    b5 = decide(b4, period(200.0, done=1000))    # held: over the target, it stays
+    assert b5.limit == start.limit and b5.held_for == HELD_PERIODS - 1
+
+
+def test_one_slow_period_after_a_lowering_is_not_taken_for_held_trees():
+    """The worker got less CPU for a period (stolen by the hypervisor, a long GC pass): the rate
+    fell and the latency with it less than the bound. Undone once, and the lowering after it,
+    which holds up, clears the suspicion: the bound goes on falling to the target."""
+    b = decide(Bound.start(1, TARGET), period(40.0, done=4000))
+    slow = decide(b, period(40.0, done=2000))    # looks held
+    assert slow.limit == Bound.start(1, TARGET).limit and slow.held_for == 0 and slow.suspect
+    again = decide(slow, period(40.0, done=4000))  # lowered again
+    fine = decide(again, period(27.0, done=4000))  # the rate held: queued trees
+    assert fine.limit < again.limit and not fine.suspect and fine.held_for == 0
 
 
 def test_a_noisy_rate_alone_is_not_taken_for_held_trees():
